@@ -1,0 +1,125 @@
+import gzip
+import json
+import shutil
+
+import pytest
+
+from nlpcourse import DataError
+from nlpcourse.data import (
+    DATASETS, char_tokenize, dataset_path, load_brown, load_lines, load_parallel, load_reviews, load_text,
+    sentences, split_indices, train_val_test_split, word_tokenize,
+)
+from nlpcourse.data import registry as registry_mod
+
+
+def test_every_registered_corpus_exists_with_its_checksum_and_credit():
+    assert set(DATASETS) == {"austen", "shakespeare", "kjv", "kjv_en_es", "rotten_tomatoes", "brown_tagged"}
+    for name, info in DATASETS.items():
+        assert dataset_path(name).is_file()
+        assert len(info.sha256) == 64 and info.licence and info.citation and info.source
+
+
+def test_bundled_corpora_have_the_documented_sizes():
+    assert len(word_tokenize(load_text("austen"))) > 700_000
+    assert len(load_lines("kjv")) == 31_102
+    assert len(load_parallel()) == 31_084
+    reviews = load_reviews()
+    assert sum(r.label for r in reviews) == 7_403 and len(reviews) - sum(r.label for r in reviews) == 5_405
+    brown = load_brown()
+    assert len(brown) == 57_340 and brown[0][0] == ("The", "at")
+
+
+def test_tokenizers():
+    assert word_tokenize("Don't panic, Mr. Darcy!") == ["don't", "panic", ",", "mr", ".", "darcy", "!"]
+    assert word_tokenize("Well-known 3,500 ships", lower=False) == ["Well-known", "3,500", "ships"]
+    assert char_tokenize("a  b\nc") == list("a b c")
+    assert sentences("It is a truth. Universally acknowledged! Yes?") == [
+        "It is a truth.", "Universally acknowledged!", "Yes?"]
+    with pytest.raises(TypeError, match="expects a str"):
+        word_tokenize(["not", "a", "string"])
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A private copy of the data folder, so that tests can damage it."""
+    src = registry_mod.data_dir()
+    dst = tmp_path / "data"
+    dst.mkdir()
+    for f in ("registry.json", "kjv_en.txt.gz", "rotten_tomatoes.csv.gz"):
+        shutil.copy(src / f, dst / f)
+    monkeypatch.setenv(registry_mod.DATA_ENV, str(dst))
+    return dst
+
+
+def test_unknown_dataset_name_lists_the_known_ones():
+    with pytest.raises(DataError, match=r"unknown dataset 'ptb'.*austen"):
+        load_text("ptb")
+
+
+def test_missing_data_file_is_named(data_copy):
+    with pytest.raises(DataError, match=r"dataset 'austen'.*austen.txt.gz is missing"):
+        load_text("austen")
+
+
+def test_corrupt_data_file_is_named(data_copy):
+    path = data_copy / "kjv_en.txt.gz"
+    raw = bytearray(path.read_bytes())
+    raw[-100] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match=r"dataset 'kjv'.*kjv_en.txt.gz is corrupt"):
+        load_lines("kjv")
+
+
+def test_empty_corpus_is_refused(data_copy):
+    path = data_copy / "kjv_en.txt.gz"
+    path.write_bytes(gzip.compress(b"\n\n"))
+    reg = json.loads((data_copy / "registry.json").read_text())
+    reg["kjv"]["sha256"] = registry_mod._sha256(path)
+    (data_copy / "registry.json").write_text(json.dumps(reg))
+    registry_mod._load_registry.cache_clear()
+    try:
+        with pytest.raises(DataError, match=r"dataset 'kjv'.*is empty"):
+            load_lines("kjv")
+    finally:
+        registry_mod._load_registry.cache_clear()
+
+
+def test_wrong_reader_for_a_format():
+    with pytest.raises(DataError, match="format 'csv'"):
+        load_text("rotten_tomatoes")
+
+
+def test_missing_registry(tmp_path, monkeypatch):
+    monkeypatch.setenv(registry_mod.DATA_ENV, str(tmp_path))
+    with pytest.raises(DataError, match="no dataset registry"):
+        load_text("austen")
+
+
+def test_splits_are_deterministic_disjoint_and_complete():
+    a = split_indices(1000, (0.8, 0.1, 0.1), seed=3)
+    assert a == split_indices(1000, (0.8, 0.1, 0.1), seed=3)
+    assert a != split_indices(1000, (0.8, 0.1, 0.1), seed=4)
+    assert sorted(sum(a, [])) == list(range(1000))
+    assert [len(p) for p in a] == [800, 100, 100]
+
+
+def test_group_split_keeps_each_movie_in_one_part():
+    reviews = load_reviews()
+    parts = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=[r.movie for r in reviews])
+    movies = [{reviews[i].movie for i in p} for p in parts]
+    assert not (movies[0] & movies[1]) and not (movies[0] & movies[2]) and not (movies[1] & movies[2])
+    assert abs(len(parts[0]) / len(reviews) - 0.8) < 0.02
+    train, val, test = train_val_test_split(reviews, seed=0, groups=[r.movie for r in reviews])
+    assert len(train) + len(val) + len(test) == len(reviews)
+
+
+@pytest.mark.parametrize("n, fractions, groups, message", [
+    (0, (1.0,), None, "nothing to split"),
+    (10, (0.5, 0.6), None, "sum to 1"),
+    (10, (0.5, 0.5), [1, 2], "2 group keys for 10 items"),
+])
+def test_bad_split_arguments(n, fractions, groups, message):
+    from nlpcourse import CourseError
+
+    with pytest.raises(CourseError, match=message):
+        split_indices(n, fractions, groups=groups)
