@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[all]'
 	@touch $@
 
-$(VENDOR): package.json package-lock.json scripts/vendor_js.py
+$(VENDOR): package.json package-lock.json scripts/vendor_js.py scripts/widgets_setup.js
 	npm ci --no-audit --no-fund --loglevel=error
 	$(PY) scripts/vendor_js.py
 	@touch $@
@@ -53,8 +53,10 @@ sysdeps:
 	  else echo "missing Debian packages (install them for the full test suite):$$missing"; fi; \
 	fi
 
+# nbval re-runs every executed chapter and compares its outputs with the build's (determinism).
 test: setup sysdeps book
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile tests _build/jupyter_execute/book \
+	  --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 clean:
 	rm -rf _build .pytest_cache book/_vendor

@@ -10,7 +10,8 @@ needs into ``book/_vendor/`` (gitignored), which ``_config.yml`` lists in
 
     book/_vendor/js/mathjax/          MathJax es5/ (tex-chtml.js + everything it lazy-loads)
     book/_vendor/js/requirejs/        require.js
-    book/_vendor/js/jupyter-widgets/  embed-amd.js + the font files it loads
+    book/_vendor/js/jupyter-widgets/  embed-amd.js + the font files it loads,
+                                      and setup.js (from scripts/widgets_setup.js)
 
 The folder is deliberately not called ``_static``: Jupyter Book adds every
 .js/.css file found under a ``_static`` folder to every page.
@@ -64,12 +65,19 @@ SKIP = shutil.ignore_patterns("latest.js", "node-main.js", "*.map")
 # Asset files next to embed-amd.js that it loads at run time.
 WIDGET_ASSET_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 
+# Our own glue (tracked in the repository), copied next to embed-amd.js as setup.js:
+# RequireJS paths so the HTML manager finds its fonts, and a MathJax 2 "Hub" shim
+# for widget labels; see the comment at the top of the file.
+GLUE = ROOT / "scripts" / "widgets_setup.js"
+GLUE_DEST = "jupyter-widgets/setup.js"
+
 # Files that the site's configuration points at; checked after copying.
 ENTRY_POINTS = (
     "mathjax/tex-chtml.js",
     "mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff",
     "requirejs/require.js",
     "jupyter-widgets/embed-amd.js",
+    GLUE_DEST,
 )
 
 
@@ -144,6 +152,8 @@ def vendor() -> int:
                 if asset.suffix in WIDGET_ASSET_SUFFIXES:
                     n += copy(asset, JS / "jupyter-widgets" / asset.name)
         counts[name] = n
+
+    copy(GLUE, JS / GLUE_DEST)
 
     for entry in ENTRY_POINTS:
         if not (JS / entry).is_file():

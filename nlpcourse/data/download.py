@@ -270,7 +270,9 @@ def download(
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"cannot create the cache folder {folder}: {exc}; set {CACHE_ENV} to a writable folder") from exc
+        raise DataError(
+            f"cannot create the cache folder {folder}: {exc}; set {CACHE_ENV} to a writable folder"
+        ) from exc
     for remote in spec.files:
         _fetch(spec, remote, folder, timeout, opener or _default_opener)
     return folder

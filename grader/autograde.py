@@ -1,0 +1,237 @@
+"""``grader autograde``: grade a folder of submissions in parallel, unattended and resumably.
+
+For each student: a worker process runs the submission in a sandboxed kernel and reaches the
+verdict outside it (:mod:`grader.worker`); then this process, and only this one, writes the grades
+into nbgrader's gradebook, through nbgrader's own ``Autograde`` converter with its execution step
+removed (the notebook it reads is the one the worker ran and scored). Progress is kept per student
+on disk: a run that is killed and started again grades only what has no recorded result, and the
+gradebook holds one submission per student, so no grade is lost or counted twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.converters import Autograde
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds, LimitOutput,
+                                    OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
+
+from .course import REPO, SOLUTIONS, Assignment, GraderError, load_assignment, nbgrader_config, safe_id
+from .worker import Job, finalize
+
+log = logging.getLogger("grader")
+
+
+@dataclass
+class Submission:
+    """A student folder found in the submissions folder."""
+
+    student: str  # student id (the folder's name)
+    notebook: Path | None  # the notebook to grade, None if there is none
+    status_hint: str = ""  # "invalid" / "missing" when no notebook can be graded
+    note: str = ""  # e.g. "notebook renamed from hw.ipynb"
+
+
+def find_submissions(a: Assignment, folder: Path) -> list[Submission]:
+    """``folder/<student>/<notebook>`` or nbgrader's ``folder/<student>/<assignment>/<notebook>``."""
+    if not folder.is_dir():
+        raise GraderError(f"submissions folder {folder} does not exist")
+    subs = []
+    for d in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            student = safe_id(d.name, "student id")
+        except GraderError as exc:
+            log.warning("skipping %s: %s", d, exc)
+            continue
+        base = d / a.name if (d / a.name).is_dir() else d
+        nb = base / a.notebook
+        if nb.is_file():
+            subs.append(Submission(student, nb))
+            continue
+        others = sorted(p for p in base.glob("*.ipynb") if p.is_file() and not p.name.startswith("."))
+        if len(others) == 1:
+            subs.append(Submission(student, others[0], note=f"notebook renamed: graded {others[0].name} "
+                                                             f"as {a.notebook}"))
+        elif others:
+            subs.append(Submission(student, None, "invalid",
+                                   f"{len(others)} notebooks and none named {a.notebook}: "
+                                   f"{', '.join(p.name for p in others)}"))
+        else:
+            subs.append(Submission(student, None, "missing", f"no {a.notebook} in {d.name}/"))
+    return subs
+
+
+def _sha256(path: Path | None) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path else "none"
+
+
+def _seed(course_dir: Path, assignment: str, student: str) -> int:
+    """Per-student seed of the hidden-test inputs, from a secret kept in the course folder."""
+    secret_file = course_dir / ".grading_secret"
+    if not secret_file.exists():
+        secret_file.write_text(secrets.token_hex(16))
+        os.chmod(secret_file, 0o600)
+    digest = hashlib.sha256(f"{secret_file.read_text().strip()}:{assignment}:{student}".encode()).hexdigest()
+    return int(digest[:12], 16)
+
+
+def _limit_memory(nbytes: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+    return apply
+
+
+def _run_worker(job: Job, job_path: Path, notebook_timeout: int) -> dict:
+    """One worker process with a memory limit and a wall-clock limit; kill its whole group past it."""
+    log_path = Path(job.workdir) / "worker.log"
+    with open(log_path, "wb") as logf:
+        proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(job_path)], cwd=str(REPO),
+                                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_limit_memory(job.memory_bytes + 3 * 2**30))
+        try:
+            proc.wait(timeout=notebook_timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return finalize(job, "timeout", f"the notebook ran past the {notebook_timeout} s limit and was "
+                                             "stopped; scored on what the hidden tests recorded before that")
+    result_path = Path(job.workdir) / "result.json"
+    if result_path.exists():
+        return json.loads(result_path.read_text())
+    tail = log_path.read_text(errors="replace")[-300:].strip().splitlines()
+    return finalize(job, "crashed", f"the grading worker stopped (exit {proc.returncode})"
+                                    + (f": {tail[-1]}" if tail else ""))
+
+
+def record_in_gradebook(a: Assignment, course_dir: Path, student: str, executed: Path) -> None:
+    """nbgrader bookkeeping for one scored notebook: its Autograde converter without execution."""
+    dest = course_dir / "executed" / student / a.name
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(executed, dest / a.notebook)
+    c = nbgrader_config(course_dir)
+    c.CourseDirectory.submitted_directory = "executed"
+    c.CourseDirectory.assignment_id = a.name
+    c.CourseDirectory.student_id = student
+    c.Autograde.force = True
+    c.Autograde.create_student = True
+    c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
+    c.Autograde.autograde_preprocessors = [LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    app = Autograde(coursedir=CourseDirectory(config=c), config=c)
+    app.log.setLevel(logging.ERROR)
+    app.start()
+
+
+def gradebook_scores(course_dir: Path, a: Assignment, student: str) -> dict[str, float] | None:
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "neural-nlp") as gb:
+        try:
+            nb = gb.find_submission_notebook(a.notebook_id, a.name, student)
+        except MissingEntry:
+            return None
+        return {g.name: g.auto_score for g in nb.grades if g.auto_score is not None}
+
+
+def ensure_released(a: Assignment, course_dir: Path) -> None:
+    """The gradebook must know the assignment (nbgrader's generate_assignment stores the master cells)."""
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "neural-nlp") as gb:
+        try:
+            gb.find_notebook(a.notebook_id, a.name)
+            return
+        except MissingEntry:
+            pass
+    from .release import generate
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        generate(a.name, Path(tmp), course_dir)
+
+
+def autograde(assignment: str, submissions: Path, course_dir: Path, workers: int = 2, cell_timeout: int = 60,
+              notebook_timeout: int = 900, memory_gib: float = 4.0, force: bool = False,
+              progress: Callable[[str, dict], None] | None = None) -> list[dict]:
+    """Grade every submission in ``submissions``; return one result per student (also written to disk)."""
+    a = load_assignment(assignment)
+    if workers < 1:
+        raise GraderError(f"--workers must be >= 1, got {workers}")
+    course_dir = course_dir.resolve()
+    course_dir.mkdir(parents=True, exist_ok=True)
+    ensure_released(a, course_dir)
+    work = course_dir / "work" / a.name
+    work.mkdir(parents=True, exist_ok=True)
+    subs = find_submissions(a, submissions.resolve())
+    hide = sorted({str(p) for p in (REPO, SOLUTIONS, course_dir, submissions.resolve(), Path.home())})
+    results: dict[str, dict] = {}
+    pending: list[tuple[Job, Path]] = []
+    for sub in subs:
+        wd = work / sub.student
+        state = wd / "recorded.json"
+        digest = _sha256(sub.notebook)
+        if not force and state.exists() and json.loads(state.read_text()).get("sha256") == digest:
+            results[sub.student] = json.loads((wd / "result.json").read_text())
+            continue  # graded and recorded by an earlier run
+        job = Job(a.name, sub.student, str(sub.notebook) if sub.notebook else None, str(wd),
+                  _seed(course_dir, a.name, sub.student), cell_timeout, int(memory_gib * 2**30), hide, sub.note)
+        if not force and (wd / "result.json").exists() and (wd / "job.json").exists() \
+                and json.loads((wd / "job.json").read_text()).get("digest") == digest:
+            pending.append((job, wd))  # scored by an earlier run, not yet recorded
+            continue
+        if wd.exists():
+            shutil.rmtree(wd)
+        wd.mkdir(parents=True)
+        if sub.status_hint:
+            from .worker import write_result, zero_scores
+            write_result(wd, job, sub.status_hint, sub.note, zero_scores(a))
+            pending.append((job, wd))
+            continue
+        (wd / "submitted").mkdir()
+        copy = wd / "submitted" / a.notebook
+        shutil.copy(sub.notebook, copy)  # the kernel never sees the submissions folder itself
+        job.submission = str(copy)
+        job.save(wd / "job.json.tmp")
+        data = json.loads((wd / "job.json.tmp").read_text())
+        data["digest"] = digest
+        (wd / "job.json.tmp").write_text(json.dumps(data))
+        job_path = wd / "job.json"
+        (wd / "job.json.tmp").replace(job_path)
+        pending.append((job, wd))
+
+    def run_one(job: Job, wd: Path) -> dict:
+        if (wd / "result.json").exists():
+            return json.loads((wd / "result.json").read_text())
+        clean = Job(**{k: v for k, v in json.loads((wd / "job.json").read_text()).items() if k != "digest"})
+        (wd / "job.run.json").write_text(json.dumps(clean.__dict__))
+        return _run_worker(clean, wd / "job.run.json", notebook_timeout)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_one, job, wd): (job, wd) for job, wd in pending}
+        for fut in as_completed(futures):
+            job, wd = futures[fut]
+            result = fut.result()
+            if result.get("executed") and (wd / "executed.ipynb").exists():
+                record_in_gradebook(a, course_dir, job.student, wd / "executed.ipynb")
+                recorded = gradebook_scores(course_dir, a, job.student) or {}
+                for cell, s in result["cells"].items():
+                    if abs(recorded.get(cell, -1) - s["score"]) > 1e-6:
+                        raise GraderError(f"gradebook disagrees for {job.student}/{cell}: "
+                                          f"{recorded.get(cell)} != {s['score']}")
+            sub_digest = _sha256(Path(job.submission)) if job.submission else "none"
+            tmp = wd / "recorded.json.tmp"
+            tmp.write_text(json.dumps({"sha256": sub_digest if job.submission else "none"}))
+            tmp.replace(wd / "recorded.json")
+            results[job.student] = result
+            if progress:
+                progress(job.student, result)
+    return [results[s.student] for s in subs if s.student in results]

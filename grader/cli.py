@@ -1,0 +1,87 @@
+"""The ``grader`` command line: release, autograde, feedback, export (over nbgrader)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from .course import DEFAULT_COURSE_DIR, GraderError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grader", description="Release, grade and return the course's assignments.")
+    p.add_argument("--course-dir", type=Path, default=DEFAULT_COURSE_DIR,
+                   help="grading workspace: gradebook, autograded notebooks, feedback (default: _grading/)")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("release", help="generate notebooks/ASSIGNMENT from solutions/ASSIGNMENT")
+    r.add_argument("assignment")
+    r.add_argument("--check", action="store_true", help="only check that notebooks/ is up to date")
+    g = sub.add_parser("autograde", help="grade a folder of submissions")
+    g.add_argument("assignment")
+    g.add_argument("--submissions", type=Path, required=True,
+                   help="folder of <student_id>/<notebook>.ipynb (or nbgrader's submitted/ layout)")
+    g.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
+    g.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
+    g.add_argument("--notebook-timeout", type=int, default=900, help="seconds a notebook may run (default 900)")
+    g.add_argument("--memory-gib", type=float, default=4.0, help="memory limit of each kernel (default 4)")
+    g.add_argument("--force", action="store_true", help="grade again what an earlier run already graded")
+    f = sub.add_parser("feedback", help="write one HTML feedback file per student")
+    f.add_argument("assignment")
+    e = sub.add_parser("export", help="write the grades as CSV")
+    e.add_argument("assignment")
+    e.add_argument("--csv", type=Path, required=True, help="output file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy notes from inside nbgrader
+    # nbgrader runs alembic from PATH for its database migrations: make it the one of this Python.
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    course_dir = args.course_dir.resolve()
+    try:
+        if args.command == "release":
+            from .release import is_up_to_date, release
+
+            if args.check:
+                ok, why = is_up_to_date(args.assignment, course_dir)
+                print(why)
+                return 0 if ok else 1
+            out = release(args.assignment, course_dir)
+            print(f"released {args.assignment} into {out}")
+        elif args.command == "autograde":
+            from .autograde import autograde
+            from .sandbox import sandbox_available
+
+            if not sandbox_available():
+                print("warning: bubblewrap is not available: student code runs WITHOUT network isolation "
+                      "and can read files on this machine", file=sys.stderr)
+
+            def show(student: str, r: dict) -> None:
+                print(f"{student}: {r['status']} {r['score']:g}/{r['max_score']:g}  {r['message']}", flush=True)
+
+            results = autograde(args.assignment, args.submissions, course_dir, args.workers, args.cell_timeout,
+                                args.notebook_timeout, args.memory_gib, args.force, progress=show)
+            print(f"{len(results)} submissions graded; results in {course_dir}")
+        elif args.command == "feedback":
+            from .feedback import feedback
+
+            files = feedback(args.assignment, course_dir)
+            print(f"wrote {len(files)} feedback files under {course_dir / 'feedback'}")
+        elif args.command == "export":
+            from .export import export
+
+            data = export(args.assignment, course_dir, args.csv)
+            print(f"wrote {len(data)} rows to {args.csv}")
+    except GraderError as exc:
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""``grader feedback``: one HTML file per student, through nbgrader's GenerateFeedback, without hidden tests.
+
+Each test cell of the feedback shows the visible tests (as released), the grader's verdict on the
+hidden tests (which part, which input case, expected vs got shape, max abs/rel error and where),
+but neither the hidden tests' source nor any traceback through them. The page loads nothing from
+the network: MathJax is copied next to the feedback files and linked relatively.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from pathlib import Path
+
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
+from nbgrader.converters import GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+from .course import REPO, GraderError, load_assignment, nbgrader_config
+from .release import LEAK_MARKERS
+
+MATHJAX = REPO / "node_modules" / "mathjax" / "es5" / "tex-svg-full.js"
+
+
+class DropHiddenTestCells(Preprocessor):
+    """Remove the cells in which the grader ran the hidden tests, and tracebacks of test cells."""
+
+    def preprocess(self, nb, resources):
+        nb.cells = [c for c in nb.cells if not c.get("metadata", {}).get("grader", {}).get("hidden_of")]
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    out["traceback"] = []
+        return nb, resources
+
+
+def feedback(assignment: str, course_dir: Path) -> list[Path]:
+    a = load_assignment(assignment)
+    autograded = course_dir / "autograded"
+    students = sorted(p.name for p in autograded.iterdir() if (p / a.name / a.notebook).exists()) \
+        if autograded.exists() else []
+    if not students:
+        raise GraderError(f"nothing autograded for {a.name} in {course_dir}: run `grader autograde` first")
+    assets = course_dir / "feedback" / "_assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    if MATHJAX.exists():
+        shutil.copy(MATHJAX, assets / "tex-svg-full.js")
+    written = []
+    for student in students:
+        c = nbgrader_config(course_dir)
+        c.CourseDirectory.assignment_id = a.name
+        c.CourseDirectory.student_id = student
+        c.GenerateFeedback.force = True
+        c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, DropHiddenTestCells,
+                                            CSSHTMLHeaderPreprocessor]
+        c.ClearHiddenTests.enforce_metadata = False
+        app = GenerateFeedback(coursedir=CourseDirectory(config=c), config=c)
+        app.log.setLevel(logging.ERROR)
+        app.start()
+        html = course_dir / "feedback" / student / a.name / f"{a.notebook_id}.html"
+        if not html.exists():
+            raise GraderError(f"nbgrader wrote no feedback for {student}")
+        _make_offline(html)
+        text = html.read_text(errors="replace")
+        for marker in LEAK_MARKERS:
+            if marker in text:
+                raise GraderError(f"feedback for {student} would show hidden tests ({marker!r}); not written")
+        written.append(html)
+    return written
+
+
+_SCRIPT_SRC = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', re.I)
+_LINK_HREF = re.compile(r'<link[^>]*\bhref="https?://[^"]*"[^>]*>', re.I)
+_MATHJAX_CONFIG = """<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
+displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true}, svg: {fontCache: 'global'}};</script>
+<script src="../../_assets/tex-svg-full.js" async></script>"""
+
+
+def _make_offline(html: Path) -> None:
+    """Drop every script and stylesheet the page would fetch from the network; load local MathJax."""
+    text = html.read_text(errors="replace")
+    text = _SCRIPT_SRC.sub("", text)
+    text = _LINK_HREF.sub("", text)
+    text = re.sub(r"<script[^>]*>\s*(?:init_mathjax|MathJax\.Hub\.Config)[\s\S]*?</script>", "", text)
+    text = text.replace("</head>", _MATHJAX_CONFIG + "\n</head>", 1)
+    tmp = html.with_suffix(".html.tmp")
+    tmp.write_text(text)
+    tmp.replace(html)

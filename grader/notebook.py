@@ -1,0 +1,188 @@
+"""Reading a submission and rebuilding the notebook the grader runs.
+
+The grader never trusts the submitted notebook's structure: it runs the instructor's notebook
+(instructions, set-up, visible and hidden tests, all from the source) with only the student's
+answer cells taken from the submission, matched by nbgrader ``grade_id``. Deleting, editing or
+adding test cells, or changing cell metadata (points, grade flags), therefore changes nothing.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import json
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+MAX_NOTEBOOK_BYTES = 20 * 2**20  # a larger "notebook" is refused as invalid
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+
+
+class InvalidSubmission(Exception):
+    """The submission cannot be read as a notebook; the message says why."""
+
+
+def read_submission(path: Path) -> NotebookNode:
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise InvalidSubmission(f"{path.name} is {size / 2**20:.1f} MiB, more than a notebook can be "
+                                f"({MAX_NOTEBOOK_BYTES // 2**20} MiB)")
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidSubmission(f"{path.name} is not a notebook (not valid JSON: {exc})") from None
+    if not isinstance(raw, dict) or "cells" not in raw or not isinstance(raw["cells"], list):
+        raise InvalidSubmission(f"{path.name} is not a notebook (no list of cells)")
+    try:
+        nb = nbformat.reads(json.dumps(raw), as_version=4)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds
+        raise InvalidSubmission(f"{path.name} is not a valid notebook: {exc}") from None
+    for i, cell in enumerate(nb.cells):
+        if not isinstance(cell.get("source", ""), str) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise InvalidSubmission(f"{path.name}: cell {i} is malformed")
+    return nb
+
+
+def nbgrader_meta(cell: NotebookNode) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def _key(cell: NotebookNode) -> str | None:
+    gid = nbgrader_meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_student_added(cell: NotebookNode) -> bool:
+    return bool(cell.get("metadata", {}).get("grader", {}).get("student_added"))
+
+
+def is_autograded_test(cell: NotebookNode) -> bool:
+    m = nbgrader_meta(cell)
+    return bool(m.get("grade")) and not m.get("solution") and cell.cell_type == "code"
+
+
+def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) -> tuple[NotebookNode, dict]:
+    """The notebook to run: source cells, with the student's answers in the answer cells.
+
+    Returns the notebook and a report: ``{"missing": [grade_ids of answer cells not found],
+    "extra": number of cells the student added}``. Cells the student added are kept (without any
+    nbgrader metadata) after the instructor cell they followed.
+    """
+    master_keys = [_key(c) for c in source.cells]
+    solution_keys = {k for k, c in zip(master_keys, source.cells) if k and is_solution(c)}
+    release_by_key = {_key(c): c for c in release.cells if _key(c)}
+    answers: dict[str, NotebookNode] = {}
+    extras: dict[str | None, list[NotebookNode]] = {}
+    last: str | None = None
+    for cell in student.cells:
+        k = _key(cell)
+        if k in master_keys and k not in answers and (k not in solution_keys or cell.cell_type != "raw"):
+            if k in solution_keys:
+                answers[k] = cell
+            last = k
+            continue
+        extra = copy.deepcopy(cell)
+        extra.metadata.pop("nbgrader", None)
+        extra.metadata["grader"] = {"student_added": True}
+        if extra.cell_type == "code":
+            extra.outputs, extra.execution_count = [], None
+        extras.setdefault(last, []).append(extra)
+    cells: list[NotebookNode] = []
+    placed_leading = False
+    for key, master in zip(master_keys, source.cells):
+        if key in solution_keys and not placed_leading:
+            cells.extend(extras.get(None, []))  # cells added before any instructor cell
+            placed_leading = True
+        cell = copy.deepcopy(master)
+        if key in solution_keys:
+            given = answers.get(key) or release_by_key.get(key) or master
+            cell.source = given.source if isinstance(given.source, str) else "".join(given.source)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+        if is_autograded_test(cell) and HIDDEN_BEGIN in cell.source:
+            # The hidden tests run in a cell of their own, so that they record even when a visible
+            # test above them fails (partial credit per part, not all or nothing per cell).
+            visible, _, hidden = cell.source.partition(HIDDEN_BEGIN)
+            cell.source = visible.rstrip() + "\n"
+            cells.append(nbformat.v4.new_code_cell(HIDDEN_BEGIN + hidden, metadata={"grader": {"hidden_of": key}}))
+        if key is not None:
+            cells.extend(extras.get(key, []))
+    if not placed_leading:
+        cells.extend(extras.get(None, []))
+    out = copy.deepcopy(source)
+    out.cells = cells
+    for i, cell in enumerate(out.cells):  # ids must be unique
+        cell.id = f"c{i:03d}-{cell.get('id', 'x')}"[:64]
+    report = {"missing": sorted(solution_keys - set(answers)),
+              "extra": sum(len(v) for v in extras.values())}
+    return out, report
+
+
+# ------------------------------------------------------------------ forbidden names in the student's code
+
+
+def name_chains(source: str) -> list[tuple[str, ...]]:
+    """Every dotted name the code uses, as tuples of components, with import aliases resolved
+    (``F.softmax`` after ``import torch.nn.functional as F`` gives ``("torch", "nn", "functional",
+    "softmax")``). An attribute of an expression starts with ``"<expr>"`` (``f(x).backward`` gives
+    ``("<expr>", "backward")``); keyword arguments and the strings given to ``getattr``, ``__import__`` and
+    ``import_module`` appear too, the strings as attributes."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    aliases: dict[str, str] = {}
+    chains: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.split(".")[0]
+                aliases[a.asname or top] = a.name if a.asname else top
+                chains.append(tuple(a.name.split(".")))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                chains.append(tuple(f"{node.module}.{a.name}".split(".")))
+
+    def chain(node) -> tuple[str, ...]:
+        if isinstance(node, ast.Name):
+            return tuple(aliases.get(node.id, node.id).split("."))
+        if isinstance(node, ast.Attribute):
+            return chain(node.value) + (node.attr,)
+        return ("<expr>",)
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            chains.append(chain(node))
+        elif isinstance(node, ast.keyword) and node.arg:
+            chains.append((node.arg,))
+        elif isinstance(node, ast.Call) and chain(node.func)[-1] in ("getattr", "__import__", "import_module"):
+            for arg in node.args:  # getattr(torch, "autograd"), __import__("torch.autograd")
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    chains.append(("<str>",) + tuple(arg.value.split(".")))
+    return chains
+
+
+def forbidden_uses(source: str, forbidden: tuple[str, ...]) -> list[str]:
+    """Which ``forbidden`` entries the code uses. An entry matches a used dotted name when its
+    components appear in it as a run of whole components; an entry that begins with a dot matches
+    attributes only (``.softmax`` forbids ``torch.softmax`` and ``Z.softmax()``, not a function of the
+    student's own called ``softmax``)."""
+    chains = name_chains(source)
+    hits = []
+    for entry in forbidden:
+        comps = tuple(entry.lstrip(".").split("."))
+        attribute_only = entry.startswith(".")
+        n = len(comps)
+        for ch in chains:
+            if any(ch[i:i + n] == comps and (i >= 1 or not attribute_only) for i in range(len(ch) - n + 1)):
+                hits.append(entry)
+                break
+    return hits

@@ -1,0 +1,128 @@
+"""Run a student's kernel in a sandbox: no network, hidden instructor files, limited memory.
+
+The kernel is started under bubblewrap (``bwrap``) where it is available:
+
+* ``--unshare-net``: a network namespace of its own, with only loopback; the kernel talks to the
+  grader over Unix sockets (ZeroMQ ``ipc`` transport) in its work folder, not over TCP;
+* ``--unshare-user --uid 65534 --cap-drop ALL``: an unprivileged user with no capabilities, so it
+  cannot undo the mounts below; ``--unshare-pid``: it cannot see or signal the grader's processes
+  (nor read their memory or environment through /proc);
+* the repository is replaced by an empty folder, and only the course library, the bundled data and the
+  Python environment are mounted back read-only: ``solutions/`` (reference implementations, source
+  notebooks), ``.git``, the gradebook and every other submission stay out of sight; ``/tmp`` is a
+  fresh tmpfs; the whole file system is read-only except the kernel's own work folder;
+* ``prlimit --as``: an address-space limit, so a memory bomb fails inside the kernel.
+
+Without bwrap (macOS, a container without user namespaces) the kernel runs with the memory limit
+only, and :func:`sandbox_available` says so; the grader prints a warning.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Dict, Int, List, Unicode
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=1)
+def sandbox_available() -> bool:
+    """True if bubblewrap can create the namespaces the sandbox needs here."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False
+    try:
+        r = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-net", "--unshare-user", "--unshare-pid",
+                            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "true"],
+                           capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None) -> list[str]:
+    """The command words that put what follows them in the sandbox, with ``workdir`` writable."""
+    limit = ["prlimit", f"--as={memory_bytes}", "--"] if memory_bytes and shutil.which("prlimit") else []
+    if not sandbox_available():
+        return limit
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in hide:
+        if path.exists():
+            args += ["--tmpfs", str(path)]
+    # Mount back, read-only, what the kernel needs from a hidden repository: the library, data, the venv.
+    back = [REPO / "nlpcourse", REPO / "data", Path(sys.prefix),
+            Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+    for path in back:
+        if path.exists() and any(_inside(path, h) for h in hide):
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--bind", str(workdir), str(workdir),
+             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
+             "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
+             "--die-with-parent", "--new-session", "--chdir", str(workdir),
+             # jupyter_client tells the kernel its parent's pid, which means nothing in a new pid namespace
+             "--unsetenv", "JPY_PARENT_PID"]
+    return args + limit
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """An (async, as nbclient needs) KernelManager whose kernel runs inside :func:`sandbox_prefix` and talks over IPC sockets."""
+
+    workdir = Unicode("", help="the kernel's working folder, the only writable place").tag(config=True)
+    hide = List(Unicode(), help="folders to hide from the kernel").tag(config=True)
+    memory_bytes = Int(0, help="address-space limit of the kernel (0: none)").tag(config=True)
+    extra_env = Dict(help="environment variables for the kernel").tag(config=True)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        prefix = sandbox_prefix(Path(self.workdir), [Path(h) for h in self.hide], self.memory_bytes or None)
+        return prefix + cmd
+
+
+def kernel_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
+    """A small, explicit environment for the kernel: nothing of the grader's leaks in."""
+    keep = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "NLPCOURSE_DATA_DIR", "CUDA_VISIBLE_DEVICES")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update({
+        "HOME": str(workdir),
+        "IPYTHONDIR": str(workdir / ".ipython"),
+        "MPLCONFIGDIR": str(workdir / ".mpl"),
+        "MPLBACKEND": "Agg",
+        "JUPYTER_RUNTIME_DIR": str(workdir / ".runtime"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NLPCOURSE_PROGRESS": "0",
+        "OMP_NUM_THREADS": "1",
+    })
+    env.update(extra)
+    return env
+
+
+def new_kernel_manager(workdir: Path, hide: list[Path], memory_bytes: int | None) -> SandboxedKernelManager:
+    """A kernel manager for one submission; its sockets and connection file live in ``workdir``."""
+    km = SandboxedKernelManager(
+        kernel_name="python3",
+        transport="ipc",
+        ip=str(workdir / "kernel-ipc"),
+        connection_file=str(workdir / "kernel.json"),
+        workdir=str(workdir),
+        hide=[str(h) for h in hide],
+        memory_bytes=memory_bytes or 0,
+    )
+    km.kernel_spec_manager.ensure_native_kernel = True
+    # The kernel is in a session of its own (bwrap --new-session): interrupt it with a message on the
+    # control channel (ipykernel then signals itself) rather than a signal to our process group.
+    km.kernel_spec.interrupt_mode = "message"
+    return km

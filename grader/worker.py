@@ -1,0 +1,293 @@
+"""Grade one submission: run it in a sandboxed kernel, then reach the verdict outside the kernel.
+
+Run as ``python -m grader.worker JOB.json`` by ``grader autograde`` (one process per submission,
+so that a crash, a hang or a memory bomb takes down nothing but this process). The verdict is
+computed here, in the grader's process, from what the hidden tests recorded; the kernel's own
+idea of which tests passed is never read. :func:`finalize` is also called by the orchestrator when
+it had to kill a worker, so a submission always ends with a result.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import torch
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+from nlpcourse.checking import Case, compare, save_cases, to_device
+from nlpcourse.device import available_devices
+
+from .course import Assignment, load_assignment, load_reference
+from .notebook import (InvalidSubmission, forbidden_uses, is_autograded_test, is_solution, is_student_added, merge,
+                       nbgrader_meta, read_submission)
+from .release import LEAK_MARKERS
+from .sandbox import kernel_env, new_kernel_manager, sandbox_available
+
+MAX_OUTPUT_BYTES = 64 * 2**20  # a recording larger than this is not read
+
+
+@dataclass
+class Job:
+    """What one worker grades."""
+
+    assignment: str  # assignment name
+    student: str  # student id
+    submission: str | None  # path of the submitted notebook (None: nothing submitted)
+    workdir: str  # private folder for this submission (the only one the kernel may write)
+    seed: int  # seeds the hidden-test inputs: the same for a given course, assignment and student
+    cell_timeout: int = 60  # seconds per cell before the kernel is interrupted
+    memory_bytes: int = 4 * 2**30  # address-space limit of the kernel
+    hide: list[str] = field(default_factory=list)  # folders the kernel must not see
+    note: str = ""  # remark carried into the message (e.g. "notebook was renamed from x.ipynb")
+
+    @classmethod
+    def load(cls, path: Path) -> "Job":
+        return cls(**json.loads(path.read_text()))
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+
+@dataclass
+class CellScore:
+    score: float  # points earned
+    max_score: float  # points available
+    message: str  # what passed and what failed, for the feedback
+
+
+def make_cases(reference, seed: int) -> dict[str, list[Case]]:
+    """The hidden-test inputs, from the seed: the grader regenerates them rather than trusting a file
+    the kernel could have rewritten."""
+    cases: dict[str, list[Case]] = {}
+    for name, part in reference.PARTS.items():
+        g = torch.Generator().manual_seed(seed + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16))
+        cases[name] = [c for dev in available_devices() for c in part.cases(g, str(dev.type))]
+    return cases
+
+
+def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
+    if not path.is_file():
+        return None, "no result was recorded (the hidden test did not run, or stopped before the end)"
+    if path.stat().st_size > MAX_OUTPUT_BYTES:
+        return None, "the recorded result is too large to read"
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - a damaged or hostile file
+        return None, f"the recorded result cannot be read ({type(exc).__name__})"
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        return None, "the recorded result has the wrong format"
+    return data, ""
+
+
+def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missing: str) -> tuple[float, str]:
+    """Fraction of cases passed and a message naming the first failing case."""
+    if recording is None:
+        return 0.0, why_missing
+    if len(recording) != len(cases):
+        return 0.0, f"recorded {len(recording)} results for {len(cases)} cases"
+    passed, first_failure = 0, ""
+    for case, got in zip(cases, recording):
+        label = f"case '{case.name}' ({case.device})"
+        if not got.get("ok"):
+            first_failure = first_failure or f"{label}: raised {str(got.get('error', 'an error'))[:300]}"
+            continue
+        expected = part.reference(*to_device(case.args, "cpu"))
+        dev = case.device if set(got.get("devices", [])) - {case.device} else None
+        verdict = compare(expected, got.get("value"), "output", case.rtol, case.atol, device=dev)
+        if verdict.ok:
+            passed += 1
+        else:
+            first_failure = first_failure or f"{label}: {verdict.message}"
+    frac = passed / len(cases) if cases else 0.0
+    msg = f"{passed}/{len(cases)} cases passed" + (f"; first failure: {first_failure}" if first_failure else "")
+    return frac, msg
+
+
+def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir: Path,
+                seed: int) -> dict[str, CellScore]:
+    """Score every autograded test cell from the recordings in ``workdir/outputs``."""
+    cases = make_cases(reference, seed)
+    points = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0))
+              for c in source_nb.cells if is_autograded_test(c)}
+    student_code = {nbgrader_meta(c).get("grade_id"): c.source for c in merged_nb.cells
+                    if is_solution(c) and c.cell_type == "code"}
+    extra_code = "\n".join(c.source for c in merged_nb.cells if c.cell_type == "code" and is_student_added(c))
+    parts_by_cell: dict[str, list[tuple[str, Any]]] = {}
+    for name, part in reference.PARTS.items():
+        parts_by_cell.setdefault(part.test_cell, []).append((name, part))
+    scores = {}
+    for cell_id, max_points in points.items():
+        lines, total, weight = [], 0.0, 0.0
+        for name, part in parts_by_cell.get(cell_id, []):
+            code = "\n".join(student_code.get(s, "") for s in part.solution_cells) + "\n" + extra_code
+            banned = forbidden_uses(code, tuple(part.forbidden)) if part.forbidden else []
+            if banned:
+                frac, msg = 0.0, f"uses {', '.join(banned)}, which this exercise does not allow"
+            else:
+                recording, why = _load_recording(workdir / "outputs" / f"{name}.pt")
+                frac, msg = judge_part(part, cases[name], recording, why)
+            total += part.weight * frac
+            weight += part.weight
+            lines.append(f"{name}: {msg}")
+        earned = round(max_points * total / weight, 2) if weight else 0.0
+        scores[cell_id] = CellScore(earned, max_points, "\n".join(lines) or "no hidden tests")
+    return scores
+
+
+def _clean(text: str) -> str:
+    """Kernel-written text for the feedback: one short line, nothing that looks like a hidden test."""
+    lines = [ln for ln in str(text).splitlines() if not any(m in ln for m in LEAK_MARKERS)]
+    return " ".join(lines)[:500]
+
+
+def annotate(merged_nb, scores: dict[str, CellScore]) -> None:
+    """Replace each test cell's outputs with the verdict: a stdout text (visible-test message, then
+    the hidden-test result) and the score, which nbgrader reads (an error output means 0)."""
+    for cell in merged_nb.cells:
+        if not is_autograded_test(cell):
+            continue
+        gid = nbgrader_meta(cell)["grade_id"]
+        s = scores.get(gid)
+        if s is None:
+            continue
+        visible = [f"Visible test: {_clean(o.get('ename', 'Error'))}: {_clean(o.get('evalue', ''))}"
+                   for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        text = "\n".join(visible + [f"Hidden tests ({s.score:g}/{s.max_score:g} points):", s.message]) + "\n"
+        outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        if s.score > 0:
+            outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(s.score))},
+                                                  execution_count=cell.get("execution_count")))
+        else:
+            outputs.append(nbformat.v4.new_output("error", ename="HiddenTestsFailed",
+                                                  evalue="no hidden test passed", traceback=[]))
+        cell.outputs = outputs
+
+
+class _Client(NotebookClient):
+    """nbclient, noting which cells ran past the timeout."""
+
+    timed_out: list[int]
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self.timed_out.append(self.nb.cells.index(cell) if cell is not None and cell in self.nb.cells else -1)
+        return await super()._async_handle_timeout(timeout, cell)
+
+
+def write_result(workdir: Path, job: Job, status: str, message: str, scores: dict[str, CellScore],
+                 executed=None) -> dict:
+    """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion)."""
+    if executed is not None:
+        tmp = workdir / "executed.ipynb.tmp"
+        nbformat.write(executed, str(tmp))
+        tmp.replace(workdir / "executed.ipynb")
+    result = {
+        "student": job.student, "assignment": job.assignment, "status": status,
+        "message": (job.note + "; " if job.note else "") + message,
+        "score": round(sum(s.score for s in scores.values()), 2),
+        "max_score": round(sum(s.max_score for s in scores.values()), 2),
+        "cells": {k: asdict(v) for k, v in scores.items()},
+        "executed": executed is not None,
+    }
+    tmp = workdir / "result.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(workdir / "result.json")
+    return result
+
+
+def finalize(job: Job, status: str, message: str) -> dict:
+    """Result for a submission whose run did not finish (killed for time or memory): score what was
+    recorded before it stopped; the notebook is the rebuilt one, without outputs."""
+    a = load_assignment(job.assignment)
+    reference = load_reference(a)
+    workdir = Path(job.workdir)
+    source = nbformat.read(str(a.source), as_version=4)
+    merged = source
+    if job.submission:
+        try:
+            merged, _ = merge(source, nbformat.read(str(a.release), as_version=4),
+                              read_submission(Path(job.submission)))
+        except InvalidSubmission:
+            pass
+    scores = grade_cells(a, reference, source, merged, workdir, job.seed)
+    annotate(merged, scores)
+    return write_result(workdir, job, status, message, scores, merged)
+
+
+def zero_scores(a: Assignment) -> dict[str, CellScore]:
+    source = nbformat.read(str(a.source), as_version=4)
+    return {nbgrader_meta(c)["grade_id"]: CellScore(0.0, float(nbgrader_meta(c).get("points", 0)), "not graded")
+            for c in source.cells if is_autograded_test(c)}
+
+
+def run(job: Job) -> dict:
+    a = load_assignment(job.assignment)
+    reference = load_reference(a)
+    workdir = Path(job.workdir)
+    (workdir / "outputs").mkdir(parents=True, exist_ok=True)
+    os.chmod(workdir, 0o777)
+    os.chmod(workdir / "outputs", 0o777)
+    if job.submission is None:
+        return write_result(workdir, job, "missing", f"no {a.notebook} submitted", zero_scores(a))
+    try:
+        student = read_submission(Path(job.submission))
+    except InvalidSubmission as exc:
+        return write_result(workdir, job, "invalid", str(exc), zero_scores(a))
+    source = nbformat.read(str(a.source), as_version=4)
+    release = nbformat.read(str(a.release), as_version=4)
+    merged, report = merge(source, release, student)
+    save_cases(workdir / "inputs.pt", make_cases(reference, job.seed))
+    os.chmod(workdir / "inputs.pt", 0o444)
+    env = kernel_env(workdir, {"NLPCOURSE_GRADER_INPUTS": str(workdir / "inputs.pt"),
+                               "NLPCOURSE_GRADER_OUTPUTS": str(workdir / "outputs")})
+    km = new_kernel_manager(workdir, [Path(h) for h in job.hide], job.memory_bytes)
+    client = _Client(merged, km=km, timeout=job.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+                     record_timing=False, shutdown_kernel="immediate", startup_timeout=120,
+                     resources={"metadata": {"path": str(workdir)}})
+    client.timed_out = []
+    status, message = "graded", ""
+    try:
+        client.execute(env=env, stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
+    except DeadKernelError:
+        status = "crashed"
+        ran = sum(1 for c in merged.cells if c.cell_type == "code" and c.get("execution_count"))
+        message = (f"the kernel died after {ran} code cells (os._exit, a crash, or the "
+                   f"{job.memory_bytes / 2**30:g} GiB memory limit); later cells did not run")
+    except Exception as exc:  # noqa: BLE001 - nbclient/kernel start-up failures
+        status = "crashed"
+        message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
+    if client.timed_out and status == "graded":
+        status = "timeout"
+        ids = [nbgrader_meta(merged.cells[i]).get("grade_id") or f"cell {i}" for i in client.timed_out if i >= 0]
+        message = f"{', '.join(map(str, ids))} ran past {job.cell_timeout} s and was interrupted"
+    scores = grade_cells(a, reference, source, merged, workdir, job.seed)
+    annotate(merged, scores)
+    details = []
+    if report["missing"]:
+        details.append(f"answer cells missing from the submission: {', '.join(report['missing'])}")
+    if not sandbox_available():
+        details.append("graded without the bubblewrap sandbox")
+    message = "; ".join([m for m in [message] + details if m])
+    total = sum(s.score for s in scores.values())
+    max_total = sum(s.max_score for s in scores.values())
+    summary = f"{total:g}/{max_total:g} autograded points"
+    return write_result(workdir, job, status, f"{summary}; {message}" if message else summary, scores, merged)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 1:
+        print("usage: python -m grader.worker JOB.json", file=sys.stderr)
+        return 2
+    run(Job.load(Path(args[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

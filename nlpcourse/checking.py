@@ -1,0 +1,282 @@
+"""Checking student functions against expected values: the comparisons behind every assignment's tests.
+
+Two users:
+
+* **Visible tests** in a released notebook call :func:`check_close` with one small worked case whose
+  expected value is written in the test; a failure says what to fix (shape, dtype, where the error is).
+* **Hidden tests** only :func:`record` what the student's function returns on inputs the grader chose.
+  The grader compares the recording with its reference in its own process (:func:`compare`), so
+  nothing a notebook does to itself (patching ``torch.allclose``, this module, IPython) changes a grade.
+
+This module holds no reference implementation of any exercise.
+"""
+from __future__ import annotations
+
+import math
+import os
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+#: Environment variables the grader sets in the kernel it runs a submission in.
+INPUTS_ENV = "NLPCOURSE_GRADER_INPUTS"  # file with the cases, {part: [case, ...]}
+OUTPUTS_ENV = "NLPCOURSE_GRADER_OUTPUTS"  # folder where record() writes <part>.pt
+
+#: Default tolerances (rtol, atol) by dtype: looser for lower precision.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-9),
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (2e-2, 1e-2),
+}
+
+
+@dataclass
+class Case:
+    """One input case: positional arguments for the function under test."""
+
+    name: str  # what the case is, e.g. "random 4x3" or "large logits"
+    args: list[Any]  # positional arguments: tensors, numbers, dicts of tensors
+    device: str = "cpu"  # device the tensor arguments live on
+    rtol: float | None = None  # tolerance override for this case
+    atol: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "args": self.args, "device": self.device, "rtol": self.rtol, "atol": self.atol}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Case":
+        return cls(d["name"], list(d["args"]), d.get("device", "cpu"), d.get("rtol"), d.get("atol"))
+
+
+@dataclass
+class Verdict:
+    """The result of comparing one output with its expected value."""
+
+    ok: bool  # True if the output matches
+    message: str = ""  # what is wrong, without revealing the expected implementation
+    details: dict[str, Any] = field(default_factory=dict)  # numbers behind the message
+
+
+def _map(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, Mapping):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(v, fn) for v in obj) if not hasattr(obj, "_fields") else [_map(v, fn) for v in obj]
+    return obj
+
+
+def to_device(obj: Any, device: str | torch.device) -> Any:
+    """Move every tensor inside ``obj`` to ``device`` (a fresh copy, so the caller's inputs stay intact)."""
+    return _map(obj, lambda t: t.detach().to(device).clone())
+
+
+def _where(index: int, shape: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for size in reversed(list(shape)):
+        out.append(index % size)
+        index //= size
+    return tuple(reversed(out))
+
+
+def _compare_tensor(expected: torch.Tensor, got: Any, what: str, rtol: float | None, atol: float | None,
+                    device: str | None) -> Verdict:
+    if not isinstance(got, torch.Tensor):
+        return Verdict(False, f"{what}: expected a tensor of shape {tuple(expected.shape)}, got {type(got).__name__}")
+    if device is not None and got.device.type != torch.device(device).type:
+        return Verdict(False, f"{what}: expected a tensor on {device} (where the inputs were), got one on {got.device}")
+    if tuple(got.shape) != tuple(expected.shape):
+        return Verdict(False, f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}",
+                       {"expected_shape": tuple(expected.shape), "got_shape": tuple(got.shape)})
+    if expected.is_floating_point() != got.is_floating_point():
+        return Verdict(False, f"{what}: expected dtype {expected.dtype}, got {got.dtype}")
+    e = expected.detach().cpu()
+    g = got.detach().cpu()
+    if not e.is_floating_point():
+        bad = (e != g).flatten().nonzero()
+        if len(bad):
+            i = int(bad[0])
+            return Verdict(False, f"{what}: {len(bad)} of {e.numel()} values differ; first at index "
+                                  f"{_where(i, e.shape)}: expected {e.flatten()[i].item()}, got {g.flatten()[i].item()}")
+        return Verdict(True)
+    r0, a0 = TOLERANCES.get(e.dtype, TOLERANCES[torch.float32])
+    rtol = r0 if rtol is None else rtol
+    atol = a0 if atol is None else atol
+    e64, g64 = e.double(), g.double()
+    finite_mismatch = torch.isfinite(e64) != torch.isfinite(g64)
+    if finite_mismatch.any():
+        i = int(finite_mismatch.flatten().nonzero()[0])
+        return Verdict(False, f"{what}: non-finite value at index {_where(i, e.shape)}: expected "
+                              f"{e64.flatten()[i].item():.6g}, got {g64.flatten()[i].item():.6g} "
+                              "(overflow, or the log of 0?)",
+                       {"index": _where(i, e.shape)})
+    diff = (e64 - g64).abs().nan_to_num(0.0)  # equal infinities count as equal
+    both_inf = torch.isinf(e64) & torch.isinf(g64) & (e64 != g64)
+    if both_inf.any():
+        i = int(both_inf.flatten().nonzero()[0])
+        return Verdict(False, f"{what}: infinity of the wrong sign at index {_where(i, e.shape)}")
+    diff = torch.where(torch.isinf(e64), torch.zeros_like(diff), diff)
+    if e.numel() == 0:
+        return Verdict(True)
+    allowed = atol + rtol * e64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+    excess = diff - allowed
+    i = int(excess.flatten().argmax())
+    max_abs = diff.max().item()
+    rel = (diff / e64.abs().clamp_min(1e-12)).max().item()
+    if excess.flatten()[i] > 0 or math.isnan(max_abs):
+        n_bad = int((excess > 0).sum())
+        return Verdict(False, f"{what}: {n_bad} of {e.numel()} values off; max abs error {max_abs:.3g}, "
+                              f"max rel error {rel:.3g}; worst at index {_where(i, e.shape)}: expected "
+                              f"{e64.flatten()[i].item():.6g}, got {g64.flatten()[i].item():.6g} "
+                              f"(rtol={rtol:g}, atol={atol:g}, {e.dtype})",
+                       {"max_abs": max_abs, "max_rel": rel, "index": _where(i, e.shape)})
+    return Verdict(True, details={"max_abs": max_abs, "max_rel": rel})
+
+
+def compare(expected: Any, got: Any, what: str = "output", rtol: float | None = None, atol: float | None = None,
+            device: str | None = None) -> Verdict:
+    """Compare ``got`` with ``expected``: tensors (shape, dtype kind, device, values with dtype-aware
+    tolerances), numbers, and tuples / lists / dicts of these, recursively."""
+    if isinstance(expected, torch.Tensor):
+        return _compare_tensor(expected, got, what, rtol, atol, device)
+    if isinstance(expected, Mapping):
+        if not isinstance(got, Mapping):
+            return Verdict(False, f"{what}: expected a dict with keys {sorted(expected)}, got {type(got).__name__}")
+        missing = sorted(set(expected) - set(got))
+        if missing:
+            return Verdict(False, f"{what}: missing keys {missing}")
+        for k in expected:
+            v = compare(expected[k], got[k], f"{what}[{k!r}]", rtol, atol, device)
+            if not v.ok:
+                return v
+        return Verdict(True)
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return Verdict(False, f"{what}: expected a tuple of {len(expected)}, got {type(got).__name__}")
+        if len(got) != len(expected):
+            return Verdict(False, f"{what}: expected {len(expected)} values, got {len(got)}")
+        for k, (e, g) in enumerate(zip(expected, got)):
+            v = compare(e, g, f"{what}[{k}]", rtol, atol, device)
+            if not v.ok:
+                return v
+        return Verdict(True)
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if not isinstance(got, (int, float)) or isinstance(got, bool):
+            return Verdict(False, f"{what}: expected a number, got {type(got).__name__}")
+        r, a = (rtol or 1e-6), (atol or 1e-8)
+        if math.isclose(float(expected), float(got), rel_tol=r, abs_tol=a):
+            return Verdict(True)
+        return Verdict(False, f"{what}: expected {expected:.6g}, got {got:.6g}")
+    return Verdict(expected == got, "" if expected == got else f"{what}: expected {expected!r}, got {got!r}")
+
+
+class CheckFailure(AssertionError):
+    """A visible test failed; the message says what to fix."""
+
+
+def check_close(part: str, fn: Callable, args: Sequence[Any], expected: Any, hint: str = "",
+                rtol: float | None = None, atol: float | None = None) -> None:
+    """Visible test: call ``fn(*args)`` and compare with ``expected``; raise :class:`CheckFailure`
+    with a message naming the part, the difference and a hint."""
+    try:
+        got = fn(*to_device(list(args), "cpu"))
+    except NotImplementedError:
+        raise CheckFailure(f"{part}: not implemented yet") from None
+    verdict = compare(expected, got, f"{part} output", rtol, atol)
+    if not verdict.ok:
+        raise CheckFailure(verdict.message + (f"\nHint: {hint}" if hint else ""))
+
+
+def check_shape_of(part: str, fn: Callable, args: Sequence[Any], shapes: Any) -> None:
+    """Visible test: the output of ``fn(*args)`` has the given shape(s) (a tuple, or a nest of tuples)."""
+    try:
+        got = fn(*to_device(list(args), "cpu"))
+    except NotImplementedError:
+        raise CheckFailure(f"{part}: not implemented yet") from None
+
+    def walk(s, g, what):
+        if isinstance(s, Mapping):
+            if not isinstance(g, Mapping):
+                raise CheckFailure(f"{what}: expected a dict with keys {sorted(s)}, got {type(g).__name__}")
+            for k in s:
+                if k not in g:
+                    raise CheckFailure(f"{what}: missing key {k!r}")
+                walk(s[k], g[k], f"{what}[{k!r}]")
+        elif isinstance(s, list):
+            if not isinstance(g, (list, tuple)) or len(g) != len(s):
+                raise CheckFailure(f"{what}: expected {len(s)} values, got {type(g).__name__}")
+            for k, (a, b) in enumerate(zip(s, g)):
+                walk(a, b, f"{what}[{k}]")
+        else:
+            if not isinstance(g, torch.Tensor):
+                raise CheckFailure(f"{what}: expected a tensor of shape {s}, got {type(g).__name__}")
+            if tuple(g.shape) != tuple(s):
+                raise CheckFailure(f"{what}: expected shape {tuple(s)}, got {tuple(g.shape)}")
+
+    walk(shapes, got, f"{part} output")
+
+
+# ------------------------------------------------------------------ hidden tests: record, then compare outside
+
+
+def load_cases(path: str | Path) -> dict[str, list[Case]]:
+    """Read the cases the grader wrote (tensors and plain data only: nothing executable)."""
+    raw = torch.load(path, map_location="cpu", weights_only=True)
+    return {part: [Case.from_dict(c) for c in cases] for part, cases in raw.items()}
+
+
+def save_cases(path: str | Path, cases: Mapping[str, Sequence[Case]]) -> None:
+    torch.save({part: [to_device(c.to_dict(), "cpu") for c in cs] for part, cs in cases.items()}, path)
+
+
+def run_case(fn: Callable, case: Case) -> dict[str, Any]:
+    """Call ``fn`` on one case; return ``{"ok": True, "value": ...}`` (moved to CPU, with the device it
+    came from) or ``{"ok": False, "error": "..."}`` (the exception, without any traceback)."""
+    try:
+        value = fn(*to_device(case.args, case.device))
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are a failed case too
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    devices = set()
+    _map(value, lambda t: devices.add(t.device.type))
+    try:
+        value = _map(value, lambda t: t.detach().cpu().clone())
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "error": f"cannot read the output: {type(exc).__name__}: {exc}"}
+    return {"ok": True, "value": value, "devices": sorted(devices)}
+
+
+def record(part: str, fn: Callable) -> None:
+    """Hidden test: run ``fn`` on the grader's cases for ``part`` and save what it returns.
+
+    Outside the grader (no ``$NLPCOURSE_GRADER_INPUTS``) this only says so: the verdict is never
+    reached inside the notebook.
+    """
+    inputs = os.environ.get(INPUTS_ENV)
+    outdir = os.environ.get(OUTPUTS_ENV)
+    if not inputs or not outdir:
+        print(f"[{part}] hidden tests run when the grader grades this notebook")
+        return
+    cases = load_cases(inputs).get(part, [])
+    results = []
+    for case in cases:
+        if case.device != "cpu" and not torch.cuda.is_available():
+            results.append({"ok": False, "error": f"device {case.device} not available in the kernel"})
+            continue
+        results.append(run_case(fn, case))
+    path = Path(outdir) / f"{part}.pt"
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        torch.save(results, tmp)
+        tmp.replace(path)
+    except Exception:  # noqa: BLE001 - an output that cannot be saved is graded as missing
+        traceback.print_exc(limit=0)
+    print(f"[{part}] recorded {len(results)} cases for the grader")

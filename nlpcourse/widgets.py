@@ -1,0 +1,127 @@
+"""Interactive controls (ipywidgets) used by the chapters.
+
+Nothing runs at import and no constructor prints: a function builds the widget and returns it, and
+the notebook displays it. Every widget draws its figure on the kernel side (matplotlib, Agg) into an
+``ipywidgets.HTML`` value, so the executed notebook, and the website that embeds the widget state,
+show the picture of the current setting even where no kernel is running.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+from typing import Callable
+
+import torch
+
+#: The activation functions the explorer offers, by name: tensor -> tensor, element-wise.
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+}
+
+#: A unit counts as saturated where its derivative is below this fraction of the derivative's maximum.
+SATURATION_THRESHOLD = 0.05
+
+
+def activation_and_derivative(name: str, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``f(z)`` and ``f'(z)`` (by autograd) of the activation called ``name``, element-wise."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}")
+    z = z.detach().to(torch.float64).requires_grad_(True)
+    f = ACTIVATIONS[name](z)
+    (df,) = torch.autograd.grad(f.sum(), z)
+    return f.detach(), df
+
+
+def saturation(name: str, sigma: float, n_grid: int = 4001) -> dict[str, float]:
+    """How a unit with pre-activation ``z ~ N(0, sigma^2)`` behaves, computed by quadrature (no sampling):
+
+    ``mean_grad`` = E[f'(z)], ``saturated`` = P(f'(z) < SATURATION_THRESHOLD * max f'),
+    ``out_std`` = the standard deviation of f(z).
+    """
+    if not sigma > 0:
+        raise ValueError(f"saturation: sigma must be > 0, got {sigma}")
+    z = torch.linspace(-8 * sigma, 8 * sigma, n_grid, dtype=torch.float64)
+    w = torch.exp(-0.5 * (z / sigma) ** 2)
+    w = w / w.sum()  # normal density on the grid, normalised to sum to 1
+    f, df = activation_and_derivative(name, z)
+    _, df_ref = activation_and_derivative(name, torch.linspace(-8, 8, 4001, dtype=torch.float64))
+    max_df = df_ref.max().item()
+    mean_f = (w * f).sum()
+    return {
+        "mean_grad": (w * df).sum().item(),
+        "saturated": (w * (df < SATURATION_THRESHOLD * max_df)).sum().item(),
+        "out_std": math.sqrt(max(((w * (f - mean_f) ** 2).sum()).item(), 0.0)),
+    }
+
+
+def _figure_html(name: str, sigma: float) -> str:
+    """The explorer's picture as an HTML ``<img>`` (PNG, base64) followed by a one-line summary."""
+    from matplotlib.figure import Figure
+
+    z = torch.linspace(-6, 6, 601, dtype=torch.float64)
+    f, df = activation_and_derivative(name, z)
+    density = torch.exp(-0.5 * (z / sigma) ** 2)
+    density = density / density.max()  # scaled to peak at 1, for display only
+    fig = Figure(figsize=(6.4, 3.4), dpi=80)
+    ax = fig.add_subplot()
+    ax.fill_between(z.numpy(), 0, density.numpy(), color="0.85", label=f"z ~ N(0, {sigma:.2g}²), scaled")
+    ax.plot(z.numpy(), f.numpy(), lw=2, label=f"{name}(z)")
+    ax.plot(z.numpy(), df.numpy(), lw=2, ls="--", label=f"{name}'(z)")
+    ax.set_xlabel("pre-activation z")
+    ax.set_ylim(-1.2, 2.2)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(f"{name}: function, derivative and where the inputs fall")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    s = saturation(name, sigma)
+    summary = (
+        f"σ = {sigma:.2f}: mean f'(z) = {s['mean_grad']:.3f}, "
+        f"saturated units (f' &lt; {SATURATION_THRESHOLD:g}·max f') = {100 * s['saturated']:.1f}%, "
+        f"std of f(z) = {s['out_std']:.3f}"
+    )
+    return f'<img src="data:image/png;base64,{png}" alt="{name} and its derivative"/><p>{summary}</p>'
+
+
+def activation_explorer(activation: str = "tanh", sigma: float = 1.0):
+    """An activation-function explorer: a dropdown picks the function, a slider sets the spread ``sigma``
+    of the pre-activations; the picture shows f, f' and where the inputs fall, with the share of
+    saturated units. Returns an ``ipywidgets.VBox``: display it as the last expression of a cell.
+
+    The returned box has attributes ``dropdown``, ``slider`` and ``html`` (the picture and summary);
+    changing a control redraws ``html``. Its text form (``repr``) names the current setting only.
+    """
+    import ipywidgets as widgets
+
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+    if not 0.1 <= sigma <= 10:
+        raise ValueError(f"activation_explorer: sigma must be in [0.1, 10], got {sigma}")
+
+    class ActivationExplorer(widgets.VBox):
+        """A VBox (rendered as one by the front end) with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return f"ActivationExplorer(activation={self.dropdown.value!r}, sigma={self.slider.value:.2f})"
+
+    dropdown = widgets.Dropdown(options=list(ACTIVATIONS), value=activation, description="activation")
+    slider = widgets.FloatLogSlider(
+        value=sigma, base=10, min=-1, max=1, step=0.05, description="σ of z", readout_format=".2f",
+        continuous_update=False,
+    )
+    html = widgets.HTML(value=_figure_html(activation, sigma))
+
+    def redraw(_change=None) -> None:
+        html.value = _figure_html(dropdown.value, slider.value)
+
+    dropdown.observe(redraw, names="value")
+    slider.observe(redraw, names="value")
+    box = ActivationExplorer([widgets.HBox([dropdown, slider]), html])
+    box.dropdown, box.slider, box.html = dropdown, slider, html
+    return box

@@ -1,0 +1,372 @@
+"""Reference for the assignment "Backprop by hand" (``backprop.ipynb``). Instructor side: never shipped.
+
+Students write, without autograd, the forward and backward pass of a one-hidden-layer MLP classifier
+with softmax cross-entropy. Every reference below is PyTorch's own operation, and every reference
+gradient comes from ``torch.autograd``: the grade says "your gradients agree with autograd".
+(``tanh_backward`` gets the forward *output* ``A``, as autograd's tanh node does; its reference is
+``aten.tanh_backward(dA, A)``, the very kernel that node runs, since ``Z`` is not an argument.)
+
+Cases: ``cases(generator, device)`` draws every random input from ``generator`` on the CPU and moves
+it to ``device``, so the same seed gives the same inputs on every device. Case names say what a case
+is; tolerances are the dtype defaults of :mod:`nlpcourse.checking` unless a case sets its own.
+
+Forbidden names (``Part.forbidden``): each entry is a dotted name that an answer cell must not use.
+An entry matches a dotted name written in the answer cells (an attribute chain such as
+``torch.nn.functional.softmax``, ``F.cross_entropy`` or ``Z.softmax``, a keyword argument, or the module
+path of an import, with import aliases resolved) when it equals a run of whole components of it:
+
+* an entry that begins with a dot matches an *attribute* only, on any object: ``.softmax`` forbids
+  ``torch.softmax``, ``F.softmax`` and ``Z.softmax(-1)``, but not a function of the student's own
+  called ``softmax`` or ``log_softmax``; ``.backward`` forbids ``loss.backward()``;
+* any other entry matches wherever its components appear: ``torch.nn`` forbids ``torch.nn.functional``,
+  ``import torch.nn.functional as F`` and ``from torch import nn``; ``requires_grad`` forbids the
+  attribute, the in-place method ``requires_grad_`` is listed on its own, and the keyword
+  ``requires_grad=True``.
+
+So later parts may call the student's own ``log_softmax`` and ``cross_entropy`` (bare names), but not
+PyTorch's.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from grader.spec import Part
+from nlpcourse.checking import Case
+
+NOTEBOOK = "backprop.ipynb"
+
+# ------------------------------------------------------------------ forbidden names
+
+#: Autograd in any form, and PyTorch's ready-made layers (torch.nn.functional is part of torch.nn).
+NO_AUTOGRAD = ("torch.autograd", "torch.func", "functorch", ".backward", ".grad", ".grad_fn", "requires_grad",
+               ".requires_grad_", "torch.enable_grad", "torch.nn", "torch.ops", "torch._C", "torch.optim")
+#: PyTorch's softmax family and losses (attributes only, so the student's own functions stay usable).
+NO_SOFTMAX = (".softmax", ".log_softmax", ".logsumexp", ".cross_entropy", ".nll_loss", ".special")
+#: Ready-made activations and their backward kernels.
+NO_ACTIVATIONS = (".relu", ".relu_", ".threshold", ".threshold_backward", ".tanh_backward")
+
+LINEAR_FORBIDDEN = NO_AUTOGRAD + (".linear", ".addmm", ".baddbmm")
+ACTIVATION_FORBIDDEN = NO_AUTOGRAD + NO_ACTIVATIONS
+SOFTMAX_FORBIDDEN = NO_AUTOGRAD + NO_SOFTMAX
+MLP_FORBIDDEN = NO_AUTOGRAD + NO_SOFTMAX + NO_ACTIVATIONS + (".linear", ".addmm")
+SGD_FORBIDDEN = NO_AUTOGRAD
+
+# ------------------------------------------------------------------ reference implementations
+
+
+def _leaf(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().clone().requires_grad_(True)
+
+
+def linear_forward(X, W, b):
+    return F.linear(X, W, b)
+
+
+def linear_backward(dY, X, W):
+    with torch.enable_grad():
+        X_, W_ = _leaf(X), _leaf(W)
+        b_ = torch.zeros(W.shape[0], dtype=W.dtype, device=W.device, requires_grad=True)
+        Y = F.linear(X_, W_, b_)
+        dX, dW, db = torch.autograd.grad(Y, (X_, W_, b_), grad_outputs=dY)
+    return dX, dW, db
+
+
+def relu_forward(Z):
+    return torch.relu(Z)
+
+
+def relu_backward(dA, Z):
+    with torch.enable_grad():
+        Z_ = _leaf(Z)
+        (dZ,) = torch.autograd.grad(torch.relu(Z_), Z_, grad_outputs=dA)
+    return dZ
+
+
+def tanh_forward(Z):
+    return torch.tanh(Z)
+
+
+def tanh_backward(dA, A):
+    # autograd's TanhBackward0 node saves the output A and runs exactly this kernel (derivatives.yaml:
+    # "self: tanh_backward(grad, result)"); the cases check it against autograd through Z as well.
+    return torch.ops.aten.tanh_backward(dA, A)
+
+
+def log_softmax(Z):
+    return torch.log_softmax(Z, dim=-1)
+
+
+def cross_entropy(Z, y):
+    return F.cross_entropy(Z, y)
+
+
+def cross_entropy_backward(Z, y):
+    with torch.enable_grad():
+        Z_ = _leaf(Z)
+        (dZ,) = torch.autograd.grad(F.cross_entropy(Z_, y), Z_)
+    return dZ
+
+
+_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh}
+
+
+def mlp_logits(params, X, activation="relu"):
+    hidden = _ACTIVATIONS[activation](F.linear(X, params["W_1"], params["b_1"]))
+    return F.linear(hidden, params["W_2"], params["b_2"])
+
+
+def mlp_loss_and_grads(params, X, y, activation="relu"):
+    with torch.enable_grad():
+        leaves = {k: _leaf(v) for k, v in params.items()}
+        loss = F.cross_entropy(mlp_logits(leaves, X, activation), y)
+        grads = torch.autograd.grad(loss, list(leaves.values()))
+    return loss.detach(), dict(zip(leaves, grads))
+
+
+def sgd_step(params, grads, lr):
+    new = {k: v.detach().clone() for k, v in params.items()}
+    for k, p in new.items():
+        p.grad = grads[k].detach().clone()
+    torch.optim.SGD(list(new.values()), lr=lr).step()
+    for p in new.values():
+        p.grad = None
+    return new
+
+
+# ------------------------------------------------------------------ cases
+
+
+def _randn(g, *shape, dtype=torch.float64, scale=1.0):
+    return torch.randn(*shape, generator=g, dtype=dtype) * scale
+
+
+def _labels(g, B, K):
+    return torch.randint(K, (B,), generator=g, dtype=torch.long)
+
+
+def _to(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: _to(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to(v, device) for v in obj]
+    return obj
+
+
+def _case(name, args, device, **tol):
+    return Case(name, _to(list(args), device), device, **tol)
+
+
+def _with_zeros(g, shape, dtype):
+    """Random values with about a third of the entries exactly 0 (+0.0 and -0.0)."""
+    Z = _randn(g, *shape, dtype=dtype)
+    pick = torch.randint(3, shape, generator=g)
+    Z = torch.where(pick == 0, torch.zeros_like(Z), Z)
+    return torch.where((pick == 0) & (torch.rand(shape, generator=g) < 0.5), -torch.zeros_like(Z), Z)
+
+
+f64, f32 = torch.float64, torch.float32
+
+# (name, B, D, H, dtype)
+_LINEAR_SHAPES = [
+    ("random B=4 D=3 H=5 float64", 4, 3, 5, f64),
+    ("random B=4 D=3 H=5 float32", 4, 3, 5, f32),
+    ("random B=32 D=20 H=16 float32", 32, 20, 16, f32),
+    ("batch of 1 (B=1 D=3 H=2) float64", 1, 3, 2, f64),
+    ("one feature (B=5 D=1 H=3) float64", 5, 1, 3, f64),
+    ("one hidden unit (B=5 D=4 H=1) float64", 5, 4, 1, f64),
+    ("square W (B=3 D=4 H=4) float64", 3, 4, 4, f64),
+]
+
+
+def linear_forward_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = [_case(name, (_randn(g, B, D, dtype=dt), _randn(g, H, D, dtype=dt), _randn(g, H, dtype=dt)), device)
+             for name, B, D, H, dt in _LINEAR_SHAPES]
+    cases.append(_case("zero inputs: every row is the bias (B=3 D=2 H=4) float64",
+                       (torch.zeros(3, 2, dtype=f64), _randn(g, 4, 2), _randn(g, 4)), device))
+    return cases
+
+
+def linear_backward_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = [_case(name, (_randn(g, B, H, dtype=dt), _randn(g, B, D, dtype=dt), _randn(g, H, D, dtype=dt)), device)
+             for name, B, D, H, dt in _LINEAR_SHAPES]
+    cases.append(_case("zero upstream gradient (B=3 D=2 H=4) float64",
+                       (torch.zeros(3, 4, dtype=f64), _randn(g, 3, 2), _randn(g, 4, 2)), device))
+    return cases
+
+
+# (name, shape, dtype, scale)
+_ELEMENTWISE = [
+    ("random (4, 5) float64", (4, 5), f64, 1.0),
+    ("random (4, 5) float32", (4, 5), f32, 1.0),
+    ("batch of 1 (1, 6) float64", (1, 6), f64, 1.0),
+    ("1-D vector (7,) float64", (7,), f64, 1.0),
+    ("3-D (2, 3, 4) float32", (2, 3, 4), f32, 1.0),
+    ("large values (5, 4) float32, scale 1000", (5, 4), f32, 1000.0),
+]
+
+
+def relu_forward_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = [_case(name, (_randn(g, *shape, dtype=dt, scale=s),), device) for name, shape, dt, s in _ELEMENTWISE]
+    cases.append(_case("exact zeros (+0.0 and -0.0) (6, 5) float64", (_with_zeros(g, (6, 5), f64),), device))
+    cases.append(_case("all negative (3, 4) float64", (-_randn(g, 3, 4).abs() - 0.1,), device))
+    return cases
+
+
+def relu_backward_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = [_case(name, (_randn(g, *shape, dtype=dt), _randn(g, *shape, dtype=dt, scale=s)), device)
+             for name, shape, dt, s in _ELEMENTWISE]
+    cases.append(_case("Z with exact zeros: gradient 0 there (6, 5) float64",
+                       (_randn(g, 6, 5), _with_zeros(g, (6, 5), f64)), device))
+    cases.append(_case("Z with exact zeros: gradient 0 there (6, 5) float32",
+                       (_randn(g, 6, 5, dtype=f32), _with_zeros(g, (6, 5), f32)), device))
+    return cases
+
+
+_TANH_EXTRA = [
+    ("large |Z| (20 to 1000) float64", torch.tensor([[20.0, -20.0, 1000.0, -1000.0], [0.0, 0.5, -700.0, 800.0]])),
+    ("zeros (3, 3) float64", torch.zeros(3, 3, dtype=f64)),
+]
+
+
+def tanh_forward_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = [_case(name, (_randn(g, *shape, dtype=dt, scale=2.0),), device)
+             for name, shape, dt, s in _ELEMENTWISE if s == 1.0]
+    cases.append(_case("large |Z| (5, 4) float32, scale 1000", (_randn(g, 5, 4, dtype=f32, scale=1000.0),), device))
+    cases += [_case(name, (Z.to(f64),), device) for name, Z in _TANH_EXTRA]
+    return cases
+
+
+def tanh_backward_cases(g: torch.Generator, device: str) -> list[Case]:
+    """Arguments (dA, A) with A = tanh(Z) for random Z, as the forward pass would hand them over."""
+    cases = [_case(name.replace("random", "random Z"),
+                   (_randn(g, *shape, dtype=dt), torch.tanh(_randn(g, *shape, dtype=dt, scale=2.0))), device)
+             for name, shape, dt, s in _ELEMENTWISE if s == 1.0]
+    cases.append(_case("saturated A = tanh(+-1000) = +-1 (5, 4) float32",
+                       (_randn(g, 5, 4, dtype=f32), torch.tanh(_randn(g, 5, 4, dtype=f32, scale=1000.0))), device))
+    cases += [_case(name.replace("|Z|", "|Z|, A = tanh(Z),"), (_randn(g, *Z.shape), torch.tanh(Z.to(f64))), device)
+              for name, Z in _TANH_EXTRA]
+    return cases
+
+
+def _logits_cases(g: torch.Generator, device: str, with_labels: bool) -> list[Case]:
+    """Logits Z (B, K) (and labels y (B,) long) for log_softmax and the loss."""
+    specs = [  # name, Z
+        ("random B=4 K=3 float64", _randn(g, 4, 3)),
+        ("random B=4 K=3 float32", _randn(g, 4, 3, dtype=f32)),
+        ("random B=64 K=10 float32", _randn(g, 64, 10, dtype=f32, scale=3.0)),
+        ("batch of 1 (B=1 K=5) float64", _randn(g, 1, 5)),
+        ("one class (B=3 K=1) float64", _randn(g, 3, 1)),
+        ("equal logits (B=2 K=4) float64", torch.full((2, 4), 7.0, dtype=f64)),
+        ("large logits around +-1000 (B=4 K=3) float64", _randn(g, 4, 3, scale=1000.0)),
+        ("large logits around +-1000 (B=4 K=3) float32", _randn(g, 4, 3, dtype=f32, scale=1000.0)),
+        ("logits around 100 (B=5 K=4) float32", 100.0 + _randn(g, 5, 4, dtype=f32)),
+    ]
+    cases = []
+    for name, Z in specs:
+        B, K = Z.shape
+        args = (Z, _labels(g, B, K)) if with_labels else (Z,)
+        cases.append(_case(name, args, device))
+    if with_labels:
+        # the right class has by far the lowest logit: the loss is about 2000, with no overflow allowed
+        Z = torch.tensor([[1000.0, -1000.0, 0.0], [-1000.0, 1000.0, 500.0]], dtype=f32)
+        cases.append(_case("large logits, wrong class wins by 2000 (B=2 K=3) float32",
+                           (Z, torch.tensor([1, 0])), device))
+    else:
+        cases.append(_case("1-D vector (K=6) float64", (_randn(g, 6),), device))
+        cases.append(_case("3-D batch of sequences (2, 3, 5) float32", (_randn(g, 2, 3, 5, dtype=f32),), device))
+    return cases
+
+
+def log_softmax_cases(g: torch.Generator, device: str) -> list[Case]:
+    return _logits_cases(g, device, with_labels=False)
+
+
+def loss_cases(g: torch.Generator, device: str) -> list[Case]:
+    return _logits_cases(g, device, with_labels=True)
+
+
+def _params(g, D, H, K, dtype=f64, w_scale=1.0, b_scale=0.5):
+    return {"W_1": _randn(g, H, D, dtype=dtype, scale=w_scale), "b_1": _randn(g, H, dtype=dtype, scale=b_scale),
+            "W_2": _randn(g, K, H, dtype=dtype, scale=w_scale), "b_2": _randn(g, K, dtype=dtype, scale=b_scale)}
+
+
+def _mlp_specs(g: torch.Generator):
+    """(name, params, X, y, activation) for the MLP parts."""
+    specs = []
+    for name, B, D, H, K, dt, act in [
+        ("relu random B=4 D=3 H=5 K=2 float64", 4, 3, 5, 2, f64, "relu"),
+        ("tanh random B=4 D=3 H=5 K=2 float64", 4, 3, 5, 2, f64, "tanh"),
+        ("relu random B=32 D=10 H=16 K=4 float32", 32, 10, 16, 4, f32, "relu"),
+        ("tanh random B=32 D=10 H=16 K=4 float32", 32, 10, 16, 4, f32, "tanh"),
+        ("relu batch of 1 (D=3 H=4 K=3) float64", 1, 3, 4, 3, f64, "relu"),
+        ("tanh one hidden unit (B=5 D=3 H=1 K=3) float64", 5, 3, 1, 3, f64, "tanh"),
+    ]:
+        specs.append((name, _params(g, D, H, K, dt), _randn(g, B, D, dtype=dt), _labels(g, B, K), act))
+    # large weights: logits in the hundreds, exp() of them overflows float32
+    p = _params(g, 6, 8, 3, f32, w_scale=10.0)
+    specs.append(("relu large weights, logits in the hundreds (B=6 D=6 H=8 K=3) float32", p,
+                  _randn(g, 6, 6, dtype=f32), _labels(g, 6, 3), "relu"))
+    # large output bias: logits around +-1000, exp() of them overflows float64
+    p = _params(g, 4, 5, 3)
+    p["b_2"] = torch.tensor([1000.0, -1000.0, 0.0], dtype=f64)
+    specs.append(("tanh large logits from the bias (+-1000) (B=6 D=4 H=5 K=3) float64", p, _randn(g, 6, 4),
+                  torch.tensor([1, 2, 0, 1, 1, 2]), "tanh"))
+    # hidden pre-activations exactly 0 (X = 0 and some b_1 = 0): ReLU's gradient there is 0
+    p = _params(g, 3, 6, 2)
+    p["b_1"][::2] = 0.0
+    specs.append(("relu hidden pre-activations exactly 0 (X = 0, some b_1 = 0) (B=3 D=3 H=6 K=2) float64", p,
+                  torch.zeros(3, 3, dtype=f64), torch.tensor([0, 1, 1]), "relu"))
+    return specs
+
+
+def mlp_logits_cases(g: torch.Generator, device: str) -> list[Case]:
+    return [_case(name, (params, X, act), device) for name, params, X, y, act in _mlp_specs(g)]
+
+
+def mlp_loss_and_grads_cases(g: torch.Generator, device: str) -> list[Case]:
+    return [_case(name, (params, X, y, act), device) for name, params, X, y, act in _mlp_specs(g)]
+
+
+def sgd_step_cases(g: torch.Generator, device: str) -> list[Case]:
+    def grads_like(params, scale=1.0):
+        return {k: _randn(g, *v.shape, dtype=v.dtype, scale=scale) for k, v in params.items()}
+
+    p64, p32, p_big = _params(g, 3, 5, 2), _params(g, 10, 16, 4, f32), _params(g, 4, 6, 3)
+    one = {"w": _randn(g, 3)}
+    return [
+        _case("MLP parameters float64, lr=0.1", (p64, grads_like(p64), 0.1), device),
+        _case("MLP parameters float32, lr=0.5", (p32, grads_like(p32), 0.5), device),
+        _case("lr=0: parameters unchanged, float64", (p_big, grads_like(p_big), 0.0), device),
+        _case("zero gradients, lr=1.0, float64", (p64, {k: torch.zeros_like(v) for k, v in p64.items()}, 1.0), device),
+        _case("one parameter, integer lr=2, float64", (one, grads_like(one), 2), device),
+        _case("large gradients (scale 1e6), lr=1e-3, float32", (p32, grads_like(p32, 1e6), 1e-3), device),
+    ]
+
+
+# ------------------------------------------------------------------ the parts
+
+PARTS: dict[str, Part] = {
+    "linear_forward": Part("linear-test", linear_forward, linear_forward_cases, ("linear-solution",), LINEAR_FORBIDDEN),
+    "linear_backward": Part("linear-test", linear_backward, linear_backward_cases, ("linear-solution",),
+                            LINEAR_FORBIDDEN),
+    "relu_forward": Part("activation-test", relu_forward, relu_forward_cases, ("activation-solution",),
+                         ACTIVATION_FORBIDDEN),
+    "relu_backward": Part("activation-test", relu_backward, relu_backward_cases, ("activation-solution",),
+                          ACTIVATION_FORBIDDEN),
+    "tanh_forward": Part("activation-test", tanh_forward, tanh_forward_cases, ("activation-solution",),
+                         ACTIVATION_FORBIDDEN),
+    "tanh_backward": Part("activation-test", tanh_backward, tanh_backward_cases, ("activation-solution",),
+                          ACTIVATION_FORBIDDEN),
+    "log_softmax": Part("logsoftmax-test", log_softmax, log_softmax_cases, ("logsoftmax-solution",),
+                        SOFTMAX_FORBIDDEN),
+    "cross_entropy": Part("loss-test", cross_entropy, loss_cases, ("loss-solution",), SOFTMAX_FORBIDDEN),
+    "cross_entropy_backward": Part("loss-test", cross_entropy_backward, loss_cases, ("loss-solution",),
+                                   SOFTMAX_FORBIDDEN),
+    "mlp_logits": Part("mlp-test", mlp_logits, mlp_logits_cases, ("mlp-solution",), MLP_FORBIDDEN),
+    "mlp_loss_and_grads": Part("mlp-test", mlp_loss_and_grads, mlp_loss_and_grads_cases, ("mlp-solution",),
+                               MLP_FORBIDDEN, weight=2.0),
+    "sgd_step": Part("sgd-test", sgd_step, sgd_step_cases, ("sgd-solution",), SGD_FORBIDDEN),
+}

@@ -1,0 +1,355 @@
+"""Browser test of the built website (_build/html), fully offline.
+
+Serves _build/html on 127.0.0.1 and opens every page in Debian's Chromium through
+Playwright. Every request that does not go to the local server is aborted and
+reported, so a pass proves the site needs no network: math is typeset by the
+vendored MathJax, widgets are rendered by the vendored ipywidgets HTML manager, and
+every image, script, style sheet and font comes from the site itself.
+
+Needs the site built first (``make book``, or ``jupyter-book build .``). Without it
+the tests skip, unless NLPCOURSE_REQUIRE_SITE=1 (then they fail). Without
+/usr/bin/chromium or the playwright package they skip, unless CI is set. Playwright's
+own browser download is never used.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "_build" / "html"
+CHROMIUM = Path(os.environ.get("NLPCOURSE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+HOST = "127.0.0.1"
+TIMEOUT_MS = 15_000
+
+# Console messages of type "error" that are not a fault of the site. Each entry is a
+# regular expression matched against the message text; keep it empty if possible.
+ALLOWED_CONSOLE_ERRORS: list[str] = []
+
+# Searches on search.html: (query, page that must be among the results).
+SEARCHES = [
+    ("backpropagation", "book/building_blocks.html"),
+    ("Colab", "book/intro.html"),
+]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SKIPPED_PAGES = {"genindex.html", "search.html", "py-modindex.html"}
+SKIPPED_DIRS = {"_static", "_sources", "_images", "_downloads"}
+
+pytestmark = pytest.mark.site
+
+
+def _pages() -> list[str]:
+    """Every HTML page of the site, relative to its root, as POSIX paths."""
+    if not SITE.is_dir():
+        return []
+    pages = []
+    for path in sorted(SITE.rglob("*.html")):
+        rel = path.relative_to(SITE)
+        if rel.parts[0] in SKIPPED_DIRS or rel.as_posix() in SKIPPED_PAGES:
+            continue
+        pages.append(rel.as_posix())
+    return pages
+
+
+# When the site is missing, one placeholder keeps the parametrized test, so that it
+# reports the skip (or, in CI, the failure) instead of vanishing.
+PAGES = _pages() or ["index.html"]
+
+
+def _require_env(name: str) -> bool:
+    return os.environ.get(name, "").strip() not in ("", "0", "false", "no")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def site_root() -> Path:
+    if not (SITE / "index.html").is_file():
+        message = (
+            f"the website is not built: {SITE / 'index.html'} is missing "
+            "(run `make book` or `jupyter-book build .` first)"
+        )
+        if _require_env("NLPCOURSE_REQUIRE_SITE"):
+            pytest.fail(message + "; NLPCOURSE_REQUIRE_SITE=1 requires it")
+        pytest.skip(message)
+    return SITE
+
+
+@pytest.fixture(scope="session")
+def base_url(site_root: Path):
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+    handler = functools.partial(QuietHandler, directory=str(site_root))
+    server = http.server.ThreadingHTTPServer((HOST, 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{HOST}:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    in_ci = _require_env("CI")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if in_ci:
+            pytest.fail("the playwright package is not installed (pip install -e '.[test]')")
+        pytest.skip("the playwright package is not installed")
+    if not CHROMIUM.is_file():
+        message = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
+        if in_ci:
+            pytest.fail(message + "; CI requires it")
+        pytest.skip(message)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class PageRecorder:
+    """Opens one page offline and records everything that went wrong while loading it."""
+
+    def __init__(self, browser, base_url: str):
+        self.origin = urlsplit(base_url).netloc
+        self.context = browser.new_context(service_workers="block")
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.external: list[str] = []
+        self.failed: list[str] = []
+        self.bad_status: list[str] = []
+        self.console_errors: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("requestfailed", self._on_failed)
+        self.page.on("response", self._on_response)
+        self.page.on("console", self._on_console)
+        self.page.on("pageerror", lambda exc: self.console_errors.append(f"uncaught: {exc}"))
+
+    def _local(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about"):
+            return True
+        return parts.scheme in ("http", "https") and parts.netloc == self.origin
+
+    def _route(self, route):
+        url = route.request.url
+        if self._local(url):
+            route.continue_()
+        else:
+            self.external.append(url)
+            route.abort("blockedbyclient")
+
+    def _on_failed(self, request):
+        if self._local(request.url):
+            self.failed.append(f"{request.url} ({request.failure})")
+
+    def _on_response(self, response):
+        if response.status >= 400 and self._local(response.url):
+            self.bad_status.append(f"{response.url} (HTTP {response.status})")
+
+    def _on_console(self, message):
+        if message.type != "error":
+            return
+        text = message.text
+        if any(re.search(pattern, text) for pattern in ALLOWED_CONSOLE_ERRORS):
+            return
+        location = message.location or {}
+        self.console_errors.append(f"{text} [{location.get('url', '')}:{location.get('lineNumber', '')}]")
+
+    def problems(self) -> list[str]:
+        out = []
+        out += [f"request to the network (blocked): {u}" for u in self.external]
+        out += [f"request failed: {u}" for u in self.failed]
+        out += [f"bad status: {u}" for u in self.bad_status]
+        out += [f"console error: {e}" for e in self.console_errors]
+        return out
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def recorder(browser, base_url):
+    rec = PageRecorder(browser, base_url)
+    try:
+        yield rec
+    finally:
+        rec.close()
+
+
+# --------------------------------------------------------------------------- helpers
+
+# Resources a page loads by itself: <script src>, and <link href> except plain links.
+_SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc\s*=\s*[\"']([^\"']+)[\"']", re.I)
+_LINK_TAG = re.compile(r"<link\b[^>]*>", re.I)
+_HREF = re.compile(r"\bhref\s*=\s*[\"']([^\"']+)[\"']", re.I)
+_REL = re.compile(r"\brel\s*=\s*[\"']([^\"']+)[\"']", re.I)
+_NAVIGATION_RELS = {"canonical", "index", "search", "next", "prev", "author", "license", "alternate"}
+_META_REFRESH = re.compile(
+    r"<meta\s+http-equiv=[\"']refresh[\"']\s+content=[\"'][^\"']*url=([^\"']+)[\"']", re.I
+)
+
+
+def _loaded_resource_urls(html: str) -> list[str]:
+    urls = _SCRIPT_SRC.findall(html)
+    for tag in _LINK_TAG.findall(html):
+        href = _HREF.search(tag)
+        rel = _REL.search(tag)
+        rels = set(rel.group(1).lower().split()) if rel else set()
+        if href and (not rels or not rels <= _NAVIGATION_RELS):
+            urls.append(href.group(1))
+    return urls
+
+
+def _open(recorder: PageRecorder, base_url: str, page_path: str, html: str):
+    page = recorder.page
+    page.goto(base_url + quote(page_path), wait_until="load")
+    redirect = _META_REFRESH.search(html)
+    if redirect:  # e.g. index.html -> book/intro.html
+        target = redirect.group(1).strip()
+        page.wait_for_url(re.compile(re.escape(target.split("#")[0]) + r"(#.*)?$"))
+        page.wait_for_load_state("load")
+    return page
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_site_has_pages(site_root):
+    pages = _pages()
+    assert pages, f"no HTML pages found under {site_root}"
+    assert any(p.startswith("book/") for p in pages), pages
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_references_no_network_resource(site_root, page_path):
+    """Static check of the HTML: every script, style sheet, font or icon it loads is local."""
+    html = (site_root / page_path).read_text(encoding="utf-8")
+    remote = [u for u in _loaded_resource_urls(html) if re.match(r"^(https?:)?//", u)]
+    assert not remote, f"{page_path} loads resources from the network: {remote}"
+    # Jupyter Book adds every .js under a top-level _static/ folder to every page; if
+    # the vendored MathJax ended up there, pages would load dozens of MathJax files.
+    mathjax_scripts = re.findall(r"<script\b[^>]*\bsrc=[\"'][^\"']*/js/mathjax/", html)
+    assert len(mathjax_scripts) <= 1, f"{page_path} loads {len(mathjax_scripts)} MathJax scripts"
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_renders_offline(site_root, base_url, recorder, page_path):
+    html = (site_root / page_path).read_text(encoding="utf-8")
+    try:
+        _check_page(recorder, base_url, page_path, html)
+    except Exception as exc:
+        # A wait that timed out usually has its cause among the recorded problems.
+        problems = recorder.problems()
+        if problems:
+            raise AssertionError(
+                f"{exc}\n{page_path}, while loading:\n  " + "\n  ".join(problems)
+            ) from exc
+        raise
+    problems = recorder.problems()
+    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+
+def _check_page(recorder: PageRecorder, base_url: str, page_path: str, html: str) -> None:
+    page = _open(recorder, base_url, page_path, html)
+
+    # Math: every .math element (Sphinx wraps all math, MyST $...$ and notebook
+    # LaTeX outputs alike, in one) typeset by MathJax, with no TeX error.
+    has_math = page.evaluate("() => document.querySelectorAll('.math').length > 0")
+    if has_math:
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=TIMEOUT_MS,
+        )
+        page.evaluate("() => MathJax.startup.promise")
+        state = page.evaluate(
+            """() => ({
+                containers: document.querySelectorAll('mjx-container').length,
+                untypeset: Array.from(document.querySelectorAll('.math'))
+                    .filter(e => !e.querySelector('mjx-container'))
+                    .map(e => e.textContent.slice(0, 80)),
+                errors: Array.from(document.querySelectorAll('mjx-merror'))
+                    .map(e => e.getAttribute('data-mjx-error') || e.textContent),
+            })"""
+        )
+        assert state["containers"] > 0, f"{page_path}: MathJax rendered no math"
+        assert not state["untypeset"], f"{page_path}: math left untypeset: {state['untypeset']}"
+        assert not state["errors"], f"{page_path}: MathJax errors: {state['errors']}"
+
+    # Widgets: one rendered widget per widget view in the page.
+    if WIDGET_VIEW in html:
+        views = page.evaluate(
+            f"() => document.querySelectorAll('script[type=\"{WIDGET_VIEW}\"]').length"
+        )
+        page.wait_for_selector(".jupyter-widgets", state="visible", timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            "n => document.querySelectorAll('.widget-subarea > .jupyter-widgets').length >= n",
+            arg=views,
+            timeout=TIMEOUT_MS,
+        )
+        broken = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.jupyter-widgets-error-widget'))"
+            ".map(e => e.parentElement.textContent.slice(0, 200))"
+        )
+        assert not broken, f"{page_path}: widgets failed to render: {broken}"
+
+    # Images: every <img> loaded (also those the browser would load lazily).
+    page.evaluate("() => document.querySelectorAll('img').forEach(i => { i.loading = 'eager'; })")
+    page.wait_for_function(
+        "() => Array.from(document.images).every(i => i.complete)", timeout=TIMEOUT_MS
+    )
+    broken_images = page.evaluate(
+        "() => Array.from(document.images).filter(i => i.naturalWidth === 0)"
+        ".map(i => i.getAttribute('src'))"
+    )
+    assert not broken_images, f"{page_path}: images that did not load: {broken_images}"
+
+    # Let late requests (fonts, lazily loaded MathJax parts) finish before the report.
+    page.wait_for_load_state("networkidle", timeout=TIMEOUT_MS)
+
+
+@pytest.mark.parametrize(("query", "expected"), SEARCHES, ids=[q for q, _ in SEARCHES])
+def test_search_finds_page(site_root, base_url, recorder, query, expected):
+    if not (site_root / expected).is_file():
+        pytest.fail(f"{expected} is not in the built site")
+    page = recorder.page
+    page.goto(f"{base_url}search.html?q={quote(query)}", wait_until="load")
+    link = page.locator(f"#search-results a[href*='{expected}']")
+    link.first.wait_for(state="attached", timeout=TIMEOUT_MS)
+    assert link.count() >= 1
+    problems = recorder.problems()
+    assert not problems, f"search.html?q={query}:\n  " + "\n  ".join(problems)
+
+
+def test_data_page_credits_every_bundled_corpus():
+    """book/data.md lists every file of data/registry.json (no build needed)."""
+    registry = json.loads((ROOT / "data" / "registry.json").read_text(encoding="utf-8"))
+    text = (ROOT / "book" / "data.md").read_text(encoding="utf-8")
+    missing = [entry["file"] for entry in registry.values() if f"`{entry['file']}`" not in text]
+    assert not missing, f"book/data.md does not credit: {missing}"
