@@ -10,7 +10,6 @@ STAMP := $(VENV)/.installed
 VENDOR := book/_vendor/.stamp
 # No progress bars in the built book: their timings would change the pages on every build.
 export NLPCOURSE_PROGRESS := 0
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
 .PHONY: book test setup sysdeps clean help
@@ -55,7 +54,8 @@ sysdeps:
 
 # nbval re-runs every executed chapter and compares its outputs with the build's (determinism).
 test: setup sysdeps book
-	$(PY) -m pytest -n 2 --dist loadfile tests _build/jupyter_execute/book \
+	$(PY) scripts/executed_chapters.py --out _build/executed
+	$(PY) -m pytest -n 2 --dist loadfile tests _build/executed/book \
 	  --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 clean:

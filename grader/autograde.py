@@ -13,12 +13,14 @@ import hashlib
 import json
 import logging
 import os
+import queue
 import resource
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,26 +97,54 @@ def _limit_memory(nbytes: int) -> Callable[[], None]:
     return apply
 
 
-def _run_worker(job: Job, job_path: Path, notebook_timeout: int) -> dict:
-    """One worker process with a memory limit and a wall-clock limit; kill its whole group past it."""
-    log_path = Path(job.workdir) / "worker.log"
-    with open(log_path, "wb") as logf:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(job_path)], cwd=str(REPO),
-                                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_limit_memory(job.memory_bytes + 3 * 2**30))
+class WorkerProcess:
+    """A long-lived ``python -m grader.worker --serve`` with a memory limit, replaced when it dies or
+    when a submission runs past the notebook time limit (its whole process group is killed)."""
+
+    def __init__(self, memory_bytes: int, log_path: Path):
+        self.memory_bytes = memory_bytes
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        logf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "grader.worker", "--serve"], cwd=str(REPO),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logf,
+                                     start_new_session=True, preexec_fn=_limit_memory(self.memory_bytes),
+                                     text=True, bufsize=1)
+        logf.close()
+        return self.proc
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.proc = None
+
+    def grade(self, job: Job, job_path: Path, notebook_timeout: int) -> dict:
+        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+        reply: list[str] = []
         try:
-            proc.wait(timeout=notebook_timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.stdin.write(f"{job_path}\n")
+            proc.stdin.flush()
+            reader = threading.Thread(target=lambda: reply.append(proc.stdout.readline()), daemon=True)
+            reader.start()
+            reader.join(notebook_timeout)
+        except (BrokenPipeError, OSError):
+            pass
+        if reader.is_alive():
+            self.kill()
             return finalize(job, "timeout", f"the notebook ran past the {notebook_timeout} s limit and was "
                                              "stopped; scored on what the hidden tests recorded before that")
-    result_path = Path(job.workdir) / "result.json"
-    if result_path.exists():
-        return json.loads(result_path.read_text())
-    tail = log_path.read_text(errors="replace")[-300:].strip().splitlines()
-    return finalize(job, "crashed", f"the grading worker stopped (exit {proc.returncode})"
-                                    + (f": {tail[-1]}" if tail else ""))
+        result_path = Path(job.workdir) / "result.json"
+        if reply and reply[0].strip() == "done" and result_path.exists():
+            return json.loads(result_path.read_text())
+        code = proc.poll()
+        self.kill()
+        return finalize(job, "crashed", f"the grading worker stopped (exit {code}) on this submission")
 
 
 def record_in_gradebook(a: Assignment, course_dir: Path, student: str, executed: Path) -> None:
@@ -208,13 +238,30 @@ def autograde(assignment: str, submissions: Path, course_dir: Path, workers: int
         (wd / "job.json.tmp").replace(job_path)
         pending.append((job, wd))
 
+    idle: queue.Queue[WorkerProcess] = queue.Queue()
+    for i in range(workers):
+        idle.put(WorkerProcess(int(memory_gib * 2**30) + 3 * 2**30, course_dir / f"worker-{i}.log"))
+
     def run_one(job: Job, wd: Path) -> dict:
         if (wd / "result.json").exists():
             return json.loads((wd / "result.json").read_text())
         clean = Job(**{k: v for k, v in json.loads((wd / "job.json").read_text()).items() if k != "digest"})
         (wd / "job.run.json").write_text(json.dumps(clean.__dict__))
-        return _run_worker(clean, wd / "job.run.json", notebook_timeout)
+        worker = idle.get()
+        try:
+            return worker.grade(clean, wd / "job.run.json", notebook_timeout)
+        finally:
+            idle.put(worker)
 
+    try:
+        _grade_all(pending, run_one, workers, a, course_dir, results, progress)
+    finally:
+        while not idle.empty():
+            idle.get().kill()
+    return [results[s.student] for s in subs if s.student in results]
+
+
+def _grade_all(pending, run_one, workers, a, course_dir, results, progress) -> None:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run_one, job, wd): (job, wd) for job, wd in pending}
         for fut in as_completed(futures):
@@ -234,4 +281,3 @@ def autograde(assignment: str, submissions: Path, course_dir: Path, workers: int
             results[job.student] = result
             if progress:
                 progress(job.student, result)
-    return [results[s.student] for s in subs if s.student in results]

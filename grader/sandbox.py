@@ -19,6 +19,7 @@ only, and :func:`sandbox_available` says so; the grader prints a warning.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import subprocess
@@ -61,6 +62,9 @@ def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None) ->
     for path in back:
         if path.exists() and any(_inside(path, h) for h in hide):
             args += ["--ro-bind", str(path), str(path)]
+    # GPUs: the device nodes of NVIDIA's driver, so that CUDA cases run in the kernel too.
+    for dev in sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if os.path.exists("/dev/dri") else []):
+        args += ["--dev-bind", dev, dev]
     args += ["--bind", str(workdir), str(workdir),
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
              "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",

@@ -1,7 +1,8 @@
 """Grade one submission: run it in a sandboxed kernel, then reach the verdict outside the kernel.
 
-Run as ``python -m grader.worker JOB.json`` by ``grader autograde`` (one process per submission,
-so that a crash, a hang or a memory bomb takes down nothing but this process). The verdict is
+Run by ``grader autograde`` as ``python -m grader.worker --serve``: a few long-lived worker
+processes, each grading one submission at a time, each submission in a kernel of its own (a crash,
+a hang or a memory bomb takes down that kernel, at worst this worker, which is then replaced). The verdict is
 computed here, in the grader's process, from what the hidden tests recorded; the kernel's own
 idea of which tests passed is never read. :func:`finalize` is also called by the orchestrator when
 it had to kill a worker, so a submission always ends with a result.
@@ -280,10 +281,35 @@ def run(job: Job) -> dict:
     return write_result(workdir, job, status, f"{summary}; {message}" if message else summary, scores, merged)
 
 
+def serve() -> None:
+    """Grade the jobs whose paths arrive one per line on stdin; answer ``done`` for each on stdout.
+
+    One process serves many submissions, so that Python, torch and nbclient are imported once per
+    worker rather than once per submission. Whatever the job does, the reply comes: an unexpected
+    error becomes a ``crashed`` result.
+    """
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything else printed goes to the log, not into the replies
+    for line in sys.stdin:
+        path = Path(line.strip())
+        if not line.strip():
+            continue
+        job = Job.load(path)
+        try:
+            run(job)
+        except Exception as exc:  # noqa: BLE001 - the batch goes on
+            finalize(job, "crashed", f"the grader failed on this submission: {type(exc).__name__}: {exc}")
+        reply.write("done\n")
+        reply.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
+    if args == ["--serve"]:
+        serve()
+        return 0
     if len(args) != 1:
-        print("usage: python -m grader.worker JOB.json", file=sys.stderr)
+        print("usage: python -m grader.worker JOB.json | --serve", file=sys.stderr)
         return 2
     run(Job.load(Path(args[0])))
     return 0

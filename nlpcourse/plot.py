@@ -72,12 +72,13 @@ def heatmap(
     if annotate is None:
         annotate = R * C <= 100
     if annotate:
-        mid = (m.max() + m.min()).item() / 2
         for i in range(R):
             for j in range(C):
                 v = m[i, j].item()
+                r, g, b, _ = im.cmap(im.norm(v))  # the cell's colour: dark cells get white text
+                dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
                 ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=8,
-                        color="white" if v < mid else "black")
+                        color="white" if dark else "black")
     if title:
         ax.set_title(title)
     if xlabel:
