@@ -64,7 +64,7 @@ def main() -> int:
         dest = args.out / path.relative_to(ROOT).with_suffix(".ipynb")
         dest.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(merged, str(dest))
-        print(f"{dest.relative_to(ROOT)}")
+        print(dest)
     if missing:
         print(f"not in the build's cache (run `make book` first): {', '.join(missing)}", file=sys.stderr)
         return 1

@@ -1,0 +1,997 @@
+"""End-to-end tests of the grader (``grader/``) on the assignment ``backprop``: real submissions, real
+sandboxed kernels, nbgrader's real gradebook.
+
+One module-scoped run of ``grader autograde`` grades every submission below at once (about 30 kernels,
+two at a time); the tests then read what it wrote: ``work/backprop/<student>/result.json``, the
+executed notebooks under ``autograded/``, nbgrader's gradebook, the feedback and the exported CSV.
+
+Submissions, and what each must get (points per test cell: linear 2, activation 2, logsoftmax 2,
+loss 2, mlp 3, sgd 1; 12 autograded points, plus 2 for the hand-graded written answer):
+
+============================  =========================================================  ==========
+student                       what it is                                                 status
+============================  =========================================================  ==========
+``solution``                  the instructor's solution                                  graded, 12
+``blank``                     the release as handed out                                  graded, 0
+``bug-NN``                    the solution with ``BUGS[NN]`` planted (tests/backprop_bugs.py)  graded
+``loop-in-function``          ``sgd_step`` never returns on a hidden case (lr = 0)       timeout, 11
+``loop-top-level``            ``while True: pass`` at the top of the log-softmax answer  timeout, 5
+``memory-bomb``               part 1 solved; a cell allocates without end                graded, <= 2
+``os-exit``                   solved; ``os._exit(0)`` in a cell after part 1             crashed, 2
+``sys-exit``                  blank; ``sys.exit()`` / ``raise SystemExit`` everywhere     graded, 0
+``tests-deleted``             blank; every test cell deleted                             graded, 0
+``tests-edited``              part 1 solved; every test cell ``pass``; points 100;       graded, 2
+                              a test cell marked as an answer; a new graded cell
+``monkeypatch``               blank; torch/numpy/checking/IPython patched, record no-op  graded, 0
+``record-forged``             blank; ``record`` replaced: writes zeros for every case    graded, = zeros
+``outputs-forged``            blank; last cell writes the recordings itself (copies of   graded, = copies
+                              the inputs, a pickle that runs code, an oversized file)
+``reader``                    blank; looks for the reference, source notebook, gradebook,  graded, 0
+                              other submissions, the grader's processes; calls the host
+``autograd``                  solved, but ``linear_backward`` uses torch.autograd        graded, 10
+``renamed``                   solved, handed in as ``homework.ipynb``                    graded, 12
+``not-json``                  not JSON                                                   invalid, 0
+``not-notebook``              JSON, but not a notebook                                   invalid, 0
+``no-notebook``               a folder with no notebook                                  missing, 0
+============================  =========================================================  ==========
+
+"= zeros" / "= copies": a forged recording earns exactly what the same values earn when a genuine
+answer returns them (functions returning zeros, or their first argument), computed here with the
+grader's own judge; these few points come from hidden cases whose expected output is zeros (tanh of
+0) or the input itself (an SGD step with lr = 0). With values that match no case, forging earns 0.
+
+A separate, smaller run checks that a batch killed mid-way (SIGKILL) resumes without regrading or
+double-counting. Run with ``pytest -m grading``; needs bubblewrap for the isolation tests (they skip
+without it, unless CI is set).
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import html
+import html.parser
+import http.server
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from backprop_bugs import BUGS  # noqa: E402
+from submissions import add_cell_after, release_notebook, solution_answers, submission, with_bug, write  # noqa: E402
+
+from grader.course import load_assignment, load_reference  # noqa: E402
+from grader.export import STATUSES  # noqa: E402
+from grader.sandbox import sandbox_available  # noqa: E402
+
+pytestmark = pytest.mark.grading
+
+ASSIGNMENT = "backprop"
+NOTEBOOK = "backprop.ipynb"
+COURSE_ID = "neural-nlp"
+GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--notebook-timeout", "150", "--memory-gib", "3"]
+CELL_TIMEOUT = 15
+SOURCE = ROOT / "solutions" / ASSIGNMENT / NOTEBOOK
+REFERENCE = ROOT / "solutions" / ASSIGNMENT / "reference.py"
+RELEASE = ROOT / "notebooks" / ASSIGNMENT / NOTEBOOK
+SITE = ROOT / "_build" / "html"
+
+LINEAR, ACTIVATION, LOGSOFTMAX, LOSS, MLP, SGD = (
+    "linear-test", "activation-test", "logsoftmax-test", "loss-test", "mlp-test", "sgd-test")
+
+
+def _test_points() -> dict[str, float]:
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    out = {}
+    for cell in nb.cells:
+        m = cell.metadata.get("nbgrader", {})
+        if m.get("grade") and not m.get("solution") and cell.cell_type == "code":
+            out[m["grade_id"]] = float(m["points"])
+    return out
+
+
+POINTS = _test_points()  # grade_id of each autograded test cell -> its points
+MAX_AUTOGRADED = sum(POINTS.values())
+
+
+def _grader_env() -> dict[str, str]:
+    # nbgrader runs alembic from PATH: that of this Python (the CLI does the same for itself).
+    return dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+
+
+def grader_cli(*args: str, course_dir: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "--course-dir", str(course_dir), *args],
+                          capture_output=True, text=True, timeout=timeout, env=_grader_env(), cwd=course_dir.parent)
+    if check:
+        assert proc.returncode == 0, f"grader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def need_sandbox() -> None:
+    if not sandbox_available():
+        if os.environ.get("CI"):
+            pytest.fail("bubblewrap is not available: the isolation tests cannot run")
+        pytest.skip("bubblewrap is not available here: no isolation to test")
+
+
+# ------------------------------------------------------------------ building the submissions
+
+
+def _answers(**overrides: str) -> dict[str, str]:
+    """Answer cells: the solution's, except those given (grade_id with '_' for '-')."""
+    answers = solution_answers(ASSIGNMENT)
+    for key, src in overrides.items():
+        answers[key.replace("_", "-")] = src
+    return answers
+
+
+def _only_linear_solved():
+    """The release with only part 1 (linear layer) answered: genuinely worth exactly 2 points."""
+    return submission(ASSIGNMENT, {"linear-solution": solution_answers(ASSIGNMENT)["linear-solution"]})
+
+
+def _cells(nb, pred):
+    return [c for c in nb.cells if pred(c.metadata.get("nbgrader", {}))]
+
+
+def _is_test(meta: dict) -> bool:
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+# Hostile code, as students would write it into their notebooks.
+
+LOOP_IN_FUNCTION = '''\
+def sgd_step(params, grads, lr):
+    """One step of gradient descent, with a loop that never ends when lr == 0 (a hidden case)."""
+    while lr == 0:
+        pass
+    return {name: p - lr * grads[name] for name, p in params.items()}
+'''
+
+MEMORY_BOMB = '''\
+import torch
+
+def hoard():
+    blocks = []
+    while True:  # grows until the memory limit stops it
+        blocks.append(bytearray(256 * 2**20))
+
+try:
+    huge = torch.ones(2**36)  # 256 GiB
+except Exception as exc:
+    print("huge tensor:", type(exc).__name__)
+hoard()
+'''
+
+SYS_EXITS_AT_THE_TOP = "import sys\nsys.exit()\n"
+SYSTEM_EXIT_ANSWER = '''\
+import sys
+
+def linear_forward(X, W, b):
+    sys.exit(0)
+
+def linear_backward(dY, X, W):
+    raise SystemExit(0)
+'''
+
+MONKEYPATCH = '''\
+import sys
+import numpy
+import numpy.testing
+import torch
+import torch.testing
+import nlpcourse.checking as checking
+from IPython.core.interactiveshell import InteractiveShell
+
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.testing.assert_close = lambda *a, **k: None
+numpy.allclose = lambda *a, **k: True
+numpy.testing.assert_allclose = lambda *a, **k: None
+checking.compare = lambda *a, **k: checking.Verdict(True)
+checking.check_close = checking.check_shape_of = lambda *a, **k: None
+checking.record = lambda *a, **k: None
+check_close = check_shape_of = record = lambda *a, **k: None  # the names the test cells call
+InteractiveShell.showtraceback = lambda *a, **k: None
+get_ipython().showtraceback = lambda *a, **k: None
+get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)
+sys.excepthook = lambda *a: None
+'''
+
+RECORD_FORGED = '''\
+import os
+from pathlib import Path
+import torch
+import nlpcourse.checking as checking
+
+def fake_record(part, fn):
+    """Ignore fn; claim every case returned zeros shaped like its first argument."""
+    cases = checking.load_cases(os.environ["NLPCOURSE_GRADER_INPUTS"])[part]
+    fakes = [{"ok": True, "value": checking._map(c.args[0], torch.zeros_like), "devices": ["cpu"]} for c in cases]
+    torch.save(fakes, Path(os.environ["NLPCOURSE_GRADER_OUTPUTS"]) / f"{part}.pt")
+
+checking.record = fake_record
+record = fake_record
+'''
+
+OUTPUTS_FORGED = '''\
+import builtins
+import os
+from pathlib import Path
+import torch
+import nlpcourse.checking as checking
+
+class Payload:
+    def __reduce__(self):  # runs on unpickling, if the grader loaded it unsafely
+        return (builtins.open, (MARKER, "w"))
+
+out = Path(os.environ["NLPCOURSE_GRADER_OUTPUTS"])
+for part, cases in checking.load_cases(os.environ["NLPCOURSE_GRADER_INPUTS"]).items():
+    torch.save([{"ok": True, "value": c.args[0], "devices": ["cpu"]} for c in cases], out / f"{part}.pt")
+torch.save([Payload()], out / "linear_forward.pt")
+with open(out / "linear_backward.pt", "wb") as fh:
+    fh.truncate(65 * 2**20)  # more than the grader reads
+print("forged", sorted(p.name for p in out.iterdir()))
+'''
+
+READER = '''\
+import glob, hashlib, json, os, sys, time, urllib.request
+
+def digest(path):
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except Exception as exc:
+        return f"unreadable: {type(exc).__name__}"
+
+found = {"paths": {}, "globbed": {}, "listings": {}, "stolen": [], "processes": []}
+for path in TARGETS:
+    found["paths"][path] = digest(path) if os.path.exists(path) else "absent"
+for folder in FOLDERS:
+    try:
+        found["listings"][folder] = sorted(os.listdir(folder))
+    except Exception as exc:
+        found["listings"][folder] = f"error: {type(exc).__name__}"
+start = time.time()
+for top in sorted(os.listdir("/")):
+    if top in ("proc", "sys", "dev") or time.time() - start > 8:
+        continue
+    for pattern in ("**/reference.py", "**/*.db", "**/*.ipynb"):
+        for hit in glob.glob(f"/{top}/{pattern}", recursive=True):
+            if "/site-packages/" not in hit or pattern != "**/*.ipynb":
+                found["globbed"][hit] = digest(hit)
+found["glob_seconds"] = round(time.time() - start, 1)
+for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            found["processes"].append(fh.read().decode(errors="replace").split("\\0"))
+    except Exception:
+        pass
+try:
+    urllib.request.urlopen(URL, timeout=3).read()
+    found["network"] = "reached"
+except Exception as exc:
+    found["network"] = f"failed: {type(exc).__name__}: {exc}"
+# use whatever was found: a reference implementation becomes the answers
+for path, sha in found["globbed"].items():
+    if path.endswith("reference.py") and not sha.startswith("unreadable"):
+        try:
+            namespace = {}
+            exec(open(path).read(), namespace)
+            for name in ("linear_forward", "linear_backward", "relu_forward", "relu_backward", "tanh_forward",
+                         "tanh_backward", "log_softmax", "cross_entropy", "cross_entropy_backward", "sgd_step"):
+                if name in namespace:
+                    globals()[name] = namespace[name]
+                    found["stolen"].append(f"{path}:{name}")
+        except BaseException as exc:
+            found["stolen"].append(f"{path}: {type(exc).__name__}")
+print("FOUND=" + json.dumps(found))
+'''
+
+AUTOGRAD_LINEAR = '''\
+def linear_forward(X, W, b):
+    return X @ W.T + b
+
+
+def linear_backward(dY, X, W):
+    X_ = X.detach().clone().requires_grad_(True)
+    W_ = W.detach().clone().requires_grad_(True)
+    dX, dW = torch.autograd.grad(X_ @ W_.T, (X_, W_), grad_outputs=dY)
+    return dX, dW, dY.sum(dim=0)
+'''
+
+
+def _tests_edited():
+    """Part 1 solved; every test cell replaced by ``pass``; points of one set to 100; one marked as an
+    answer cell; and a cell of the student's own dressed up as a graded test worth 100 points."""
+    nb = _only_linear_solved()
+    for cell in _cells(nb, _is_test):
+        cell.source = "pass"
+    for cell in nb.cells:
+        m = cell.metadata.get("nbgrader", {})
+        if m.get("grade_id") == LINEAR:
+            m["points"] = 100
+        if m.get("grade_id") == LOGSOFTMAX:
+            m["solution"] = True
+            m["grade"] = False
+    nb = add_cell_after(nb, "setup", "pass")
+    bonus = next(c for c in nb.cells if c.source == "pass" and not c.metadata.get("nbgrader"))
+    bonus.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus-test", "locked": True, "points": 100,
+                                  "schema_version": 3, "solution": False}
+    return nb
+
+
+def _tests_deleted():
+    nb = release_notebook(ASSIGNMENT)
+    nb.cells = [c for c in nb.cells if not _is_test(c.metadata.get("nbgrader", {}))]
+    return nb
+
+
+def build_submissions(folder: Path, marker: Path, url: str, course_dir: Path) -> dict[str, str]:
+    """Write every submission under ``folder``; return {student: how it is handed in}."""
+    blank = release_notebook(ASSIGNMENT)
+    solved = submission(ASSIGNMENT)
+    # (student, notebook) for those handed in as backprop.ipynb
+    notebooks = {
+        "solution": solved,
+        "blank": blank,
+        "loop-in-function": submission(ASSIGNMENT, _answers(sgd_solution=LOOP_IN_FUNCTION)),
+        "loop-top-level": submission(ASSIGNMENT, _answers(
+            logsoftmax_solution="while True:\n    pass\n\n" + solution_answers(ASSIGNMENT)["logsoftmax-solution"])),
+        "memory-bomb": add_cell_after(_only_linear_solved(), LINEAR, MEMORY_BOMB),
+        "os-exit": add_cell_after(solved, LINEAR, "import os\nos._exit(0)\n"),
+        "sys-exit": add_cell_after(add_cell_after(
+            submission(ASSIGNMENT, {"linear-solution": SYSTEM_EXIT_ANSWER}), "setup", SYS_EXITS_AT_THE_TOP),
+            LINEAR, "raise SystemExit(0)\n"),
+        "tests-deleted": _tests_deleted(),
+        "tests-edited": _tests_edited(),
+        "monkeypatch": add_cell_after(blank, "setup", MONKEYPATCH),
+        "record-forged": add_cell_after(blank, "setup", RECORD_FORGED),
+        "outputs-forged": add_cell_after(blank, "written-answer", f"MARKER = {str(marker)!r}\n" + OUTPUTS_FORGED),
+        "reader": add_cell_after(blank, "setup", reader_source(url, folder, course_dir)),
+        "autograd": submission(ASSIGNMENT, _answers(linear_solution=AUTOGRAD_LINEAR)),
+    }
+    for i, bug in enumerate(BUGS):
+        notebooks[f"bug-{i:02d}"] = with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new)
+    how = {}
+    for student, nb in notebooks.items():
+        write(nb, folder, student, NOTEBOOK)
+        how[student] = NOTEBOOK
+    write(solved, folder, "renamed", "homework.ipynb")
+    how["renamed"] = "homework.ipynb"
+    (folder / "not-json").mkdir()
+    (folder / "not-json" / NOTEBOOK).write_text('{"cells": [ this is not JSON')
+    (folder / "not-notebook").mkdir()
+    (folder / "not-notebook" / NOTEBOOK).write_text('{"hello": "a JSON object, but no cells"}')
+    (folder / "no-notebook").mkdir()
+    (folder / "no-notebook" / "README.txt").write_text("I forgot to attach it\n")
+    how.update({"not-json": NOTEBOOK, "not-notebook": NOTEBOOK, "no-notebook": ""})
+    return how
+
+
+def reader_targets(folder: Path, course_dir: Path) -> tuple[list[str], list[str]]:
+    """Files and folders the reader looks for: none may be visible from the kernel."""
+    targets = [REFERENCE, SOURCE, ROOT / "solutions", ROOT / ".git" / "HEAD", ROOT / "_grading" / "gradebook.db",
+               course_dir / "gradebook.db", course_dir / ".grading_secret",
+               course_dir / "work" / ASSIGNMENT / "solution" / "submitted" / NOTEBOOK,
+               course_dir / "work" / ASSIGNMENT / "solution" / "inputs.pt",
+               folder / "solution" / NOTEBOOK, Path.home() / ".bash_history", ROOT / "tests" / "backprop_bugs.py"]
+    folders = [ROOT, ROOT / "solutions", course_dir, course_dir / "work" / ASSIGNMENT, folder, Path.home()]
+    return [str(p) for p in targets], [str(p) for p in folders]
+
+
+def reader_source(url: str, folder: Path, course_dir: Path) -> str:
+    targets, folders = reader_targets(folder, course_dir)
+    return f"TARGETS = {targets!r}\nFOLDERS = {folders!r}\nURL = {url!r}\n" + READER
+
+
+# ------------------------------------------------------------------ the graded batch
+
+
+class _Counter(http.server.BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self):  # noqa: N802
+        self.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"the host answered")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """Grade every submission in one ``grader autograde`` run; then feedback and export."""
+    tmp = tmp_path_factory.mktemp("grading")
+    subs, course, marker = tmp / "submissions", tmp / "course", tmp / "unpickled-payload-ran"
+    subs.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counter)
+    _Counter.hits = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/secret"
+        how = build_submissions(subs, marker, url, course)
+        start = time.monotonic()
+        proc = grader_cli("autograde", ASSIGNMENT, "--submissions", str(subs), *GRADE_OPTIONS, course_dir=course)
+        seconds = time.monotonic() - start
+    finally:
+        server.shutdown()
+        server.server_close()
+    print(f"graded {len(how)} submissions in {seconds:.0f} s")
+    fb = grader_cli("feedback", ASSIGNMENT, course_dir=course)
+    csv_path = tmp / "grades.csv"
+    grader_cli("export", ASSIGNMENT, "--csv", str(csv_path), course_dir=course)
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return {"tmp": tmp, "subs": subs, "course": course, "marker": marker, "how": how, "stdout": proc.stdout,
+            "stderr": proc.stderr, "feedback_stdout": fb.stdout, "csv": csv_path, "rows": rows,
+            "hits": list(_Counter.hits)}
+
+
+def result(batch, student: str) -> dict:
+    return json.loads((batch["course"] / "work" / ASSIGNMENT / student / "result.json").read_text())
+
+
+def cell_scores(batch, student: str) -> dict[str, float]:
+    return {cell: s["score"] for cell, s in result(batch, student)["cells"].items()}
+
+
+def full_except(*lost: str, lost_score: float = 0.0) -> dict[str, float]:
+    return {cell: (lost_score if cell in lost else pts) for cell, pts in POINTS.items()}
+
+
+def executed_notebook(batch, student: str):
+    """The notebook as nbgrader's autograde left it: course/autograded/<student>/<assignment>/."""
+    path = batch["course"] / "autograded" / student / ASSIGNMENT / NOTEBOOK
+    assert path.is_file(), f"no autograded notebook for {student}"
+    return nbformat.read(str(path), as_version=4)
+
+
+def stdout_of_cells(nb) -> str:
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                   if o.get("output_type") == "stream")
+
+
+def no_forbidden_verdict(r: dict) -> None:
+    """The points were lost on the verdict, not through the forbidden-name scan."""
+    for cell, s in r["cells"].items():
+        assert "does not allow" not in s["message"], f"{cell}: {s['message']}"
+
+
+# ------------------------------------------------------------------ 1. solution and blank
+
+
+def test_every_student_folder_gets_a_result(batch):
+    work = batch["course"] / "work" / ASSIGNMENT
+    assert sorted(p.name for p in work.iterdir() if p.is_dir()) == sorted(batch["how"])
+    for student in batch["how"]:
+        assert (work / student / "result.json").is_file(), student
+        assert (work / student / "recorded.json").is_file(), student
+        r = result(batch, student)
+        assert r["status"] in STATUSES, (student, r["status"])
+        assert r["max_score"] == MAX_AUTOGRADED, (student, r["max_score"])
+        assert set(r["cells"]) == set(POINTS), student
+    assert "warning: bubblewrap" not in batch["stderr"] or not sandbox_available()
+
+
+def test_solution_gets_full_marks(batch):
+    r = result(batch, "solution")
+    assert r["status"] == "graded", r["message"]
+    assert cell_scores(batch, "solution") == POINTS
+    assert r["score"] == MAX_AUTOGRADED == 12
+    for cell, s in r["cells"].items():
+        assert "cases passed" in s["message"] and "failure" not in s["message"], (cell, s["message"])
+
+
+def test_blank_release_gets_zero(batch):
+    r = result(batch, "blank")
+    assert r["status"] == "graded", r["message"]
+    assert r["score"] == 0 and set(cell_scores(batch, "blank").values()) == {0.0}
+    assert "NotImplementedError" in r["cells"][LINEAR]["message"]
+
+
+def _gradebook():
+    from nbgrader.api import Gradebook
+
+    return Gradebook
+
+
+def test_gradebook_agrees_with_results(batch):
+    """nbgrader's gradebook holds, for every executed submission, the grader's score of every test cell;
+    the written answer waits for a human in the solution, and is 0 (unchanged stub) in the blank."""
+    from nbgrader.api import MissingEntry
+
+    Gradebook = _gradebook()
+    executed = [s for s in batch["how"] if result(batch, s)["executed"]]
+    assert "solution" in executed and "blank" in executed
+    with Gradebook(f"sqlite:///{batch['course'] / 'gradebook.db'}", COURSE_ID) as gb:
+        assert gb.find_assignment(ASSIGNMENT).max_score == MAX_AUTOGRADED + 2  # + the written answer
+        for student in executed:
+            nb = gb.find_submission_notebook(NOTEBOOK.removesuffix(".ipynb"), ASSIGNMENT, student)
+            auto = {g.name: g.auto_score for g in nb.grades if g.name in POINTS}
+            assert auto == pytest.approx(cell_scores(batch, student)), student
+            maxes = {g.name: g.max_score for g in nb.grades if g.name in POINTS}
+            assert maxes == POINTS, student  # points from the source, whatever the submission said
+        good = gb.find_submission(ASSIGNMENT, "solution")
+        assert good.needs_manual_grade is True
+        assert good.code_score == pytest.approx(MAX_AUTOGRADED)
+        bad = gb.find_submission(ASSIGNMENT, "blank")
+        assert bad.needs_manual_grade is False
+        assert bad.score == 0
+        for student in ("not-json", "not-notebook", "no-notebook"):
+            with pytest.raises(MissingEntry):
+                gb.find_submission(ASSIGNMENT, student)
+
+
+# ------------------------------------------------------------------ 2. planted bugs
+
+
+def test_there_are_enough_bugs():
+    assert len(BUGS) >= 8
+    assert len({b.name for b in BUGS}) == len(BUGS)
+    for bug in BUGS:
+        assert bug.loses and bug.loses <= set(POINTS), bug.name
+
+
+@pytest.mark.parametrize("index", range(len(BUGS)), ids=[b.name for b in BUGS])
+def test_bug_loses_points_exactly_where_expected(batch, index):
+    bug = BUGS[index]
+    r = result(batch, f"bug-{index:02d}")
+    assert r["status"] == "graded", r["message"]
+    scores = cell_scores(batch, f"bug-{index:02d}")
+    lost = {cell for cell, s in scores.items() if s < POINTS[cell]}
+    assert lost == bug.loses, f"{bug.name}: lost points in {sorted(lost)}, expected {sorted(bug.loses)}"
+    for cell in bug.loses:
+        assert "first failure" in r["cells"][cell]["message"] or "cases passed" not in r["cells"][cell]["message"]
+    no_forbidden_verdict(r)
+
+
+# ------------------------------------------------------------------ 3. hostile submissions
+
+
+def test_infinite_loop_in_a_function_times_out_that_part_only(batch):
+    r = result(batch, "loop-in-function")
+    assert r["status"] == "timeout", r["message"]
+    assert f"ran past {CELL_TIMEOUT} s" in r["message"]
+    assert cell_scores(batch, "loop-in-function") == full_except(SGD)
+    assert "no result was recorded" in r["cells"][SGD]["message"]
+
+
+def test_infinite_loop_at_top_level_times_out_that_cell(batch):
+    r = result(batch, "loop-top-level")
+    assert r["status"] == "timeout", r["message"]
+    assert "logsoftmax-solution" in r["message"] and f"ran past {CELL_TIMEOUT} s" in r["message"]
+    # log_softmax never got defined: the parts that need it lose, the others keep full marks
+    assert cell_scores(batch, "loop-top-level") == full_except(LOGSOFTMAX, LOSS, MLP)
+    assert r["score"] == 5
+
+
+def test_memory_bomb_gains_nothing(batch):
+    """The kernel's address space is limited: the bomb fails inside the kernel (graded, the genuine part 1
+    keeps its 2 points), or the kernel dies (crashed, with a message that names the memory limit)."""
+    r = result(batch, "memory-bomb")
+    assert r["status"] in ("graded", "crashed"), r["message"]
+    assert r["score"] <= POINTS[LINEAR]
+    if r["status"] == "crashed":
+        assert "memory" in r["message"]
+    else:
+        assert cell_scores(batch, "memory-bomb") == {c: (POINTS[c] if c == LINEAR else 0.0) for c in POINTS}
+        out = stdout_of_cells(executed_notebook(batch, "memory-bomb"))
+        assert "huge tensor: RuntimeError" in out or "huge tensor: MemoryError" in out
+
+
+def test_os_exit_crashes_and_scores_only_what_ran_before(batch):
+    r = result(batch, "os-exit")
+    assert r["status"] == "crashed", r["message"]
+    assert "kernel died" in r["message"]
+    assert cell_scores(batch, "os-exit") == {c: (POINTS[c] if c == LINEAR else 0.0) for c in POINTS}
+    assert r["score"] < MAX_AUTOGRADED
+
+
+def test_sys_exit_gains_nothing(batch):
+    r = result(batch, "sys-exit")
+    assert r["status"] == "graded", r["message"]
+    assert r["score"] == 0
+    assert "SystemExit" in r["cells"][LINEAR]["message"]
+
+
+def test_deleted_test_cells_change_nothing(batch):
+    r = result(batch, "tests-deleted")
+    assert r["status"] == "graded", r["message"]
+    assert r["score"] == 0 and r["max_score"] == MAX_AUTOGRADED
+    assert "NotImplementedError" in r["cells"][SGD]["message"]  # the hidden tests ran all the same
+
+
+def test_edited_tests_and_metadata_change_nothing(batch):
+    """Test cells replaced by ``pass`` (which nbgrader alone would score as passed), points raised to
+    100, a test cell marked as an answer, a new 'graded' cell: the genuine part 1 earns its 2 points,
+    nothing else counts, and the maximum stays 12."""
+    r = result(batch, "tests-edited")
+    assert r["status"] == "graded", r["message"]
+    assert cell_scores(batch, "tests-edited") == {c: (POINTS[c] if c == LINEAR else 0.0) for c in POINTS}
+    assert r["max_score"] == MAX_AUTOGRADED and "bonus-test" not in r["cells"]
+    nb = executed_notebook(batch, "tests-edited")
+    for cell in nb.cells:  # the notebook that was run and recorded is the instructor's
+        m = cell.metadata.get("nbgrader", {})
+        if m.get("grade_id") in POINTS:
+            assert m["points"] == POINTS[m["grade_id"]] and not m.get("solution")
+            assert cell.source.strip() != "pass"
+        assert m.get("grade_id") != "bonus-test"
+
+
+def test_monkeypatching_in_the_kernel_gains_nothing(batch):
+    """torch.allclose, torch.testing, numpy.testing, nlpcourse.checking (compare, check_close, record)
+    and IPython's traceback hooks, all patched in the kernel: the verdict is not reached there."""
+    r = result(batch, "monkeypatch")
+    assert r["status"] == "graded", r["message"]
+    assert r["score"] == 0
+    for cell, s in r["cells"].items():
+        assert "no result was recorded" in s["message"], (cell, s["message"])
+    no_forbidden_verdict(r)
+
+
+def _genuine_equivalent(batch, student: str, value_of) -> dict[str, float]:
+    """The scores that answers returning ``value_of(first argument)`` on every case would get: the
+    grader's own judge on recordings made here, from this student's seed."""
+    import tempfile
+
+    from grader.worker import grade_cells, make_cases
+    from nlpcourse.checking import _map  # noqa: F401 - used by value_of
+
+    a = load_assignment(ASSIGNMENT)
+    reference = load_reference(a)
+    seed = json.loads((batch["course"] / "work" / ASSIGNMENT / student / "job.json").read_text())["seed"]
+    cases = make_cases(reference, seed)
+    source = nbformat.read(str(SOURCE), as_version=4)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "outputs").mkdir()
+        for part, cs in cases.items():
+            torch.save([{"ok": True, "value": value_of(c.args[0]), "devices": ["cpu"]} for c in cs],
+                       Path(tmp) / "outputs" / f"{part}.pt")
+        return {cell: s.score for cell, s in grade_cells(a, reference, source, source, Path(tmp), seed).items()}
+
+
+def test_forged_record_earns_no_more_than_the_same_values_returned_genuinely(batch):
+    from nlpcourse.checking import _map
+
+    r = result(batch, "record-forged")
+    assert r["status"] == "graded", r["message"]
+    genuine = _genuine_equivalent(batch, "record-forged", lambda x: _map(x, torch.zeros_like))
+    assert cell_scores(batch, "record-forged") == pytest.approx(genuine)
+    assert r["score"] < 1, "zeros pass only the degenerate hidden cases"
+    no_forbidden_verdict(r)
+
+
+def test_forged_output_files_earn_no_more_than_the_same_values_returned_genuinely(batch):
+    """Recordings written by the notebook itself, after the hidden tests: copies of the inputs are judged
+    like any answer returning them; a pickle that would run code on loading is refused (and did not
+    run); an oversized file is not read."""
+    r = result(batch, "outputs-forged")
+    assert r["status"] == "graded", r["message"]
+    assert not batch["marker"].exists(), "the grader unpickled code from a recording"
+    assert "cannot be read" in r["cells"][LINEAR]["message"]
+    assert "too large" in r["cells"][LINEAR]["message"]
+    assert r["cells"][LINEAR]["score"] == 0
+    genuine = _genuine_equivalent(batch, "outputs-forged", lambda x: x)
+    expected = {cell: (0.0 if cell == LINEAR else s) for cell, s in genuine.items()}
+    assert cell_scores(batch, "outputs-forged") == pytest.approx(expected)
+    assert r["score"] < 1
+    assert "forged" in stdout_of_cells(executed_notebook(batch, "outputs-forged"))  # the forging cell did run
+
+
+def test_autograd_in_an_answer_is_refused(batch):
+    """The static scan of the answer cells (a heuristic) refuses torch.autograd in part 1; the MLP, which
+    calls that linear_backward, is not penalised (its own cell is clean, and its numbers are right)."""
+    r = result(batch, "autograd")
+    assert r["status"] == "graded", r["message"]
+    assert cell_scores(batch, "autograd") == full_except(LINEAR)
+    assert "torch.autograd" in r["cells"][LINEAR]["message"] and "does not allow" in r["cells"][LINEAR]["message"]
+
+
+def _found(batch) -> dict:
+    out = stdout_of_cells(executed_notebook(batch, "reader"))
+    line = next((ln for ln in out.splitlines() if ln.startswith("FOUND=")), None)
+    assert line is not None, f"the reader cell printed nothing usable:\n{out[:2000]}"
+    return json.loads(line.removeprefix("FOUND="))
+
+
+def test_reader_finds_nothing_private_and_gains_nothing(batch):
+    need_sandbox()
+    r = result(batch, "reader")
+    assert r["status"] == "graded", r["message"]
+    assert r["score"] == 0
+    found = _found(batch)
+    targets, folders = reader_targets(batch["subs"], batch["course"])
+    for path in targets:
+        assert found["paths"][path] == "absent", f"the kernel can see {path}"
+    private = {p.read_bytes() for p in [REFERENCE, SOURCE, ROOT / "_grading" / "gradebook.db",
+                                        batch["subs"] / "solution" / NOTEBOOK] if p.exists()}
+    import hashlib
+
+    private_sha = {hashlib.sha256(b).hexdigest() for b in private}
+    for path, sha in found["globbed"].items():
+        assert sha not in private_sha, f"the kernel found a private file at {path}"
+        assert not path.endswith("gradebook.db") and "/solutions/" not in path, path
+    assert not found["stolen"], found["stolen"]
+    # the repository, the course folder and the submissions are empty, but for the kernel's own folder
+    own = batch["course"] / "work" / ASSIGNMENT / "reader"
+    for folder in folders:
+        listing = found["listings"][folder]
+        if isinstance(listing, list):
+            visible = {str(Path(folder) / name) for name in listing}
+            allowed = {str(p) for p in [ROOT / "nlpcourse", ROOT / "data", ROOT / ".venv"]} | \
+                      {str(p) for p in own.parents} | {str(own)}
+            assert visible <= allowed | {str(Path(sys.prefix))}, f"{folder} shows {sorted(visible - allowed)}"
+    # the grader's own processes are out of sight (separate pid namespace)
+    for cmd in found["processes"]:
+        assert not any("grader.worker" in w or "grader.cli" in w or w.endswith("pytest") for w in cmd), cmd
+    assert found["glob_seconds"] < CELL_TIMEOUT
+
+
+def test_kernel_cannot_reach_the_host_network(batch):
+    need_sandbox()
+    found = _found(batch)
+    assert found["network"].startswith("failed"), found["network"]
+    assert batch["hits"] == [], "the kernel reached the test's HTTP server"
+
+
+def test_malformed_notebooks_are_invalid(batch):
+    for student in ("not-json", "not-notebook"):
+        r = result(batch, student)
+        assert r["status"] == "invalid", (student, r)
+        assert r["score"] == 0 and "not a notebook" in r["message"], (student, r["message"])
+        assert not r["executed"]
+
+
+def test_renamed_notebook_is_graded_with_a_note(batch):
+    r = result(batch, "renamed")
+    assert r["status"] == "graded", r["message"]
+    assert r["score"] == MAX_AUTOGRADED
+    assert "renamed" in r["message"] and "homework.ipynb" in r["message"]
+
+
+def test_folder_without_notebook_is_missing(batch):
+    r = result(batch, "no-notebook")
+    assert r["status"] == "missing", r
+    assert r["score"] == 0
+
+
+# ------------------------------------------------------------------ 5. feedback, and no leak anywhere
+
+
+def _regions(text: str, begin: str, end: str) -> list[str]:
+    lines, inside = [], False
+    for line in text.splitlines():
+        if begin in line:
+            inside = True
+        elif end in line:
+            inside = False
+        elif inside:
+            lines.append(line.strip())
+    return lines
+
+
+def _secret_lines() -> tuple[set[str], set[str]]:
+    """(hidden-test lines, solution lines) of every source notebook: stripped, at least 12 characters,
+    and not also in the released notebook (a line both have is public anyway)."""
+    hidden, solution = set(), set()
+    for src in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        nb = nbformat.read(str(src), as_version=4)
+        release = ROOT / "notebooks" / src.parent.name / src.name
+        public = set()
+        if release.exists():
+            public = {ln.strip() for c in nbformat.read(str(release), as_version=4).cells for ln in c.source.splitlines()}
+        for cell in nb.cells:
+            hidden |= set(_regions(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"))
+            solution |= set(_regions(cell.source, "### BEGIN SOLUTION", "### END SOLUTION"))
+        hidden = {ln for ln in hidden if len(ln) >= 12 and ln not in public}
+        solution = {ln for ln in solution if len(ln) >= 12 and ln not in public}
+    assert hidden and solution
+    return hidden, solution
+
+
+HIDDEN_LINES, SOLUTION_LINES = _secret_lines()
+MARKERS = ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "END HIDDEN TESTS", "END SOLUTION")
+
+
+class _Text(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def _readable_forms(path: Path) -> list[str]:
+    """The file's text, plus what a reader sees of it: an HTML page without tags, a notebook's sources,
+    JSON / JavaScript strings unescaped."""
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    forms = [raw]
+    if path.suffix in (".html", ".htm", ".xml", ".svg"):
+        p = _Text()
+        p.feed(raw)
+        forms.append("".join(p.parts))
+    if path.suffix == ".ipynb":
+        try:
+            forms.append("\n".join(c.source for c in nbformat.reads(raw, as_version=4).cells))
+        except Exception:  # noqa: BLE001 - not a notebook after all: the raw text is checked
+            pass
+    if "\\" in raw:
+        forms.append(raw.replace('\\"', '"').replace("\\n", "\n").replace("\\'", "'").replace("\\\\", "\\"))
+    return forms
+
+
+def leaks(path: Path, secret: set[str]) -> list[str]:
+    found = []
+    for text in _readable_forms(path):
+        found += [m for m in MARKERS if m in text]
+        found += [ln for ln in secret if ln in text]
+    return sorted(set(found))
+
+
+def _feedback_files(batch) -> dict[str, Path]:
+    base = batch["course"] / "feedback"
+    return {p.parts[-3]: p for p in base.glob(f"*/{ASSIGNMENT}/*.html")}
+
+
+def test_feedback_for_every_graded_student(batch):
+    files = _feedback_files(batch)
+    executed = {s for s in batch["how"] if result(batch, s)["executed"]}
+    assert set(files) == executed
+    for student, path in files.items():
+        text = path.read_text()
+        assert "cases passed" in text or "no result was recorded" in text or "not allow" in text, student
+        assert not re.search(r"<script[^>]*\bsrc\s*=\s*[\"']?(https?:)?//", text, re.I), student
+        assert not re.search(r"<link[^>]*\bhref\s*=\s*[\"']?(https?:)?//", text, re.I), student
+        assert not re.search(r"@import\s+(url\()?[\"']?(https?:)?//", text, re.I), student
+    assert "cases passed" in files["solution"].read_text()
+    assert "NotImplementedError" in files["blank"].read_text()
+
+
+def test_feedback_shows_no_hidden_test(batch):
+    bad = {s: leaks(p, HIDDEN_LINES) for s, p in _feedback_files(batch).items()}
+    assert not {s: v for s, v in bad.items() if v}
+
+
+def test_feedback_of_blank_shows_no_solution(batch):
+    assert leaks(_feedback_files(batch)["blank"], SOLUTION_LINES | HIDDEN_LINES) == []
+
+
+def test_released_notebooks_show_no_solution_nor_hidden_test():
+    files = [p for p in (ROOT / "notebooks").rglob("*") if p.is_file()]
+    assert files
+    bad = {str(p): leaks(p, SOLUTION_LINES | HIDDEN_LINES) for p in files}
+    assert not {p: v for p, v in bad.items() if v}
+    assert not list((ROOT / "notebooks").rglob("reference.py"))
+
+
+def test_site_shows_no_solution_nor_hidden_test():
+    if not SITE.is_dir():
+        if os.environ.get("NLPCOURSE_REQUIRE_SITE") == "1":
+            pytest.fail(f"{SITE} does not exist (NLPCOURSE_REQUIRE_SITE=1): build the book first")
+        pytest.skip(f"{SITE} not built")
+    files = [p for p in SITE.rglob("*") if p.is_file()]
+    bad = {str(p.relative_to(SITE)): leaks(p, SOLUTION_LINES | HIDDEN_LINES) for p in files}
+    assert not {p: v for p, v in bad.items() if v}
+    assert not [p for p in files if p.name == "reference.py"]
+
+
+# ------------------------------------------------------------------ 6. release
+
+
+def test_release_is_up_to_date(tmp_path):
+    """``notebooks/`` is what ``grader release`` makes of ``solutions/`` today: edit a source notebook
+    without releasing again and this fails."""
+    proc = grader_cli("release", ASSIGNMENT, "--check", course_dir=tmp_path / "course", check=False)
+    assert proc.returncode == 0, f"notebooks/{ASSIGNMENT} is stale: {proc.stdout}{proc.stderr}"
+    assert "up to date" in proc.stdout
+
+
+def test_release_is_reproducible(tmp_path, monkeypatch):
+    from grader.release import generate
+
+    monkeypatch.setenv("PATH", _grader_env()["PATH"])
+    outs = [generate(ASSIGNMENT, tmp_path / f"release{i}", tmp_path / f"course{i}") for i in (1, 2)]
+    files = [{p.relative_to(o): p.read_bytes() for p in o.rglob("*") if p.is_file()} for o in outs]
+    assert files[0] and files[0] == files[1]
+    assert files[0][Path(NOTEBOOK)] == RELEASE.read_bytes()
+
+
+# ------------------------------------------------------------------ 7. export
+
+
+def test_export_has_one_row_per_student_folder(batch):
+    rows = batch["rows"]
+    assert [r["student_id"] for r in rows] == sorted(batch["how"])
+    assert {"student_id", "score", "max_score", "status", "message"} <= set(rows[0])
+    for row in rows:
+        assert row["status"] in STATUSES, row
+        r = result(batch, row["student_id"])
+        assert row["status"] == r["status"]
+        assert float(row["max_score"]) == MAX_AUTOGRADED + 2
+        assert float(row["score"]) == pytest.approx(r["score"]), row  # no manual grades entered yet
+    by_id = {r["student_id"]: r for r in rows}
+    assert float(by_id["solution"]["score"]) == MAX_AUTOGRADED
+    assert by_id["solution"]["needs_manual_grade"] == "True" and by_id["blank"]["needs_manual_grade"] == "False"
+    assert by_id["no-notebook"]["status"] == "missing" and by_id["not-json"]["status"] == "invalid"
+
+
+# ------------------------------------------------------------------ 4. resume after a kill
+
+
+def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
+    from nbgrader.api import Gradebook
+
+    subs, course = tmp_path / "submissions", tmp_path / "course"
+    expected = {"s1-solution": MAX_AUTOGRADED, "s2-bug": None, "s3-blank": 0.0, "s4-nothing": 0.0}
+    write(submission(ASSIGNMENT), subs, "s1-solution", NOTEBOOK)
+    bug = BUGS[-1]  # sgd_step steps the wrong way: loses the sgd point only
+    write(with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new), subs, "s2-bug", NOTEBOOK)
+    expected["s2-bug"] = MAX_AUTOGRADED - sum(POINTS[c] for c in bug.loses)
+    write(release_notebook(ASSIGNMENT), subs, "s3-blank", NOTEBOOK)
+    (subs / "s4-nothing").mkdir()
+    cmd = [sys.executable, "-m", "grader.cli", "--course-dir", str(course), "autograde", ASSIGNMENT,
+           "--submissions", str(subs), "--workers", "1", "--cell-timeout", "15", "--notebook-timeout", "150",
+           "--memory-gib", "3"]
+    work = course / "work" / ASSIGNMENT
+    proc = subprocess.Popen(cmd, env=_grader_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(work.glob("*/recorded.json")) and time.monotonic() < deadline:
+            assert proc.poll() is None, f"the batch ended before it could be killed:\n{proc.stdout.read()}"
+            time.sleep(0.05)
+        first = [p.parent.name for p in work.glob("*/recorded.json")]
+        assert first == ["s1-solution"], first
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+    killed_at = time.time()
+    first_result = work / "s1-solution" / "result.json"
+    mtime = first_result.stat().st_mtime_ns
+    assert not (work / "s3-blank" / "recorded.json").exists()
+    # nothing of the killed batch goes on running (its workers and kernels die with it)
+    time.sleep(1)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(work) not in ps, [ln for ln in ps.splitlines() if str(work) in ln]
+
+    rerun = subprocess.run(cmd, env=_grader_env(), capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "s1-solution:" not in rerun.stdout, "the rerun graded again what was recorded"
+    for student in ("s2-bug", "s3-blank", "s4-nothing"):
+        assert f"{student}:" in rerun.stdout, rerun.stdout
+    assert first_result.stat().st_mtime_ns == mtime
+    for p in work.glob("*/result.json"):
+        if p.parent.name != "s1-solution":
+            assert p.stat().st_mtime > killed_at, f"{p} is left over from the killed run"
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
+        subs_in_gb = gb.assignment_submissions(ASSIGNMENT)
+        names = sorted(s.student.id for s in subs_in_gb)
+        assert names == ["s1-solution", "s2-bug", "s3-blank"], names  # one each; none for the empty folder
+        for s in subs_in_gb:
+            assert s.code_score == pytest.approx(expected[s.student.id]), s.student.id
+    for student, score in expected.items():
+        assert json.loads((work / student / "result.json").read_text())["score"] == pytest.approx(score)
+    # a third run has nothing left to do
+    again = subprocess.run(cmd, env=_grader_env(), capture_output=True, text=True, timeout=200, cwd=tmp_path)
+    assert again.returncode == 0 and ":" not in again.stdout.replace("results in", ""), again.stdout
