@@ -9,6 +9,7 @@ gradebook holds one submission per student, so no grade is lost or counted twice
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import logging
@@ -91,9 +92,23 @@ def _seed(course_dir: Path, assignment: str, student: str) -> int:
     return int(digest[:12], 16)
 
 
+try:  # Linux: prctl(PR_SET_PDEATHSIG), so that a worker dies with the grader
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
+
+
 def _limit_memory(nbytes: int) -> Callable[[], None]:
+    """Run in the worker before it starts: its memory limit, and SIGKILL when the grader dies (a worker
+    outliving a killed grader would go on writing into a folder that the next run is regrading)."""
+    parent = os.getpid()
+
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+        if _prctl is not None:
+            _prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the grader died before the line above
+                os._exit(1)
     return apply
 
 

@@ -16,6 +16,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from traitlets import Bool
 
 from .course import REPO, GraderError, load_assignment, nbgrader_config
 from .release import LEAK_MARKERS
@@ -25,6 +26,10 @@ MATHJAX = REPO / "node_modules" / "mathjax" / "es5" / "tex-svg-full.js"
 
 class DropHiddenTestCells(Preprocessor):
     """Remove the cells in which the grader ran the hidden tests, and tracebacks of test cells."""
+
+    # nbconvert's Preprocessor is disabled by default, and nbgrader registers this one by class: without
+    # this, it would never run (and a hidden cell's traceback would show the hidden tests' source).
+    enabled = Bool(True)
 
     def preprocess(self, nb, resources):
         nb.cells = [c for c in nb.cells if not c.get("metadata", {}).get("grader", {}).get("hidden_of")]
@@ -46,7 +51,7 @@ def feedback(assignment: str, course_dir: Path) -> list[Path]:
     assets.mkdir(parents=True, exist_ok=True)
     if MATHJAX.exists():
         shutil.copy(MATHJAX, assets / "tex-svg-full.js")
-    written = []
+    written, withheld = [], []
     for student in students:
         c = nbgrader_config(course_dir)
         c.CourseDirectory.assignment_id = a.name
@@ -63,10 +68,15 @@ def feedback(assignment: str, course_dir: Path) -> list[Path]:
             raise GraderError(f"nbgrader wrote no feedback for {student}")
         _make_offline(html)
         text = html.read_text(errors="replace")
-        for marker in LEAK_MARKERS:
-            if marker in text:
-                raise GraderError(f"feedback for {student} would show hidden tests ({marker!r}); not written")
+        leaked = [marker for marker in LEAK_MARKERS if marker in text]
+        if leaked:  # e.g. the student's own cell printed IPython's input history: withhold this file only
+            html.unlink()
+            withheld.append(f"{student} ({leaked[0]!r})")
+            continue
         written.append(html)
+    if withheld:
+        raise GraderError(f"feedback withheld (it would show hidden tests) for {', '.join(withheld)}; "
+                          f"the other {len(written)} feedback files were written")
     return written
 
 

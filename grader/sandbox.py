@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -47,8 +48,10 @@ def sandbox_available() -> bool:
     return r.returncode == 0
 
 
-def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None) -> list[str]:
-    """The command words that put what follows them in the sandbox, with ``workdir`` writable."""
+def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None,
+                   sockets: Path | None = None) -> list[str]:
+    """The command words that put what follows them in the sandbox, with ``workdir`` (and the socket
+    folder ``sockets``, when it is elsewhere) writable."""
     limit = ["prlimit", f"--as={memory_bytes}", "--"] if memory_bytes and shutil.which("prlimit") else []
     if not sandbox_available():
         return limit
@@ -65,6 +68,8 @@ def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None) ->
     # GPUs: the device nodes of NVIDIA's driver, so that CUDA cases run in the kernel too.
     for dev in sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if os.path.exists("/dev/dri") else []):
         args += ["--dev-bind", dev, dev]
+    if sockets is not None and not _inside(sockets, workdir):
+        args += ["--bind", str(sockets), str(sockets)]  # after --tmpfs /tmp: it shows through the tmpfs
     args += ["--bind", str(workdir), str(workdir),
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
              "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
@@ -89,10 +94,12 @@ class SandboxedKernelManager(AsyncKernelManager):
     hide = List(Unicode(), help="folders to hide from the kernel").tag(config=True)
     memory_bytes = Int(0, help="address-space limit of the kernel (0: none)").tag(config=True)
     extra_env = Dict(help="environment variables for the kernel").tag(config=True)
+    sockets = Unicode("", help="folder of the kernel's IPC sockets").tag(config=True)
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
-        prefix = sandbox_prefix(Path(self.workdir), [Path(h) for h in self.hide], self.memory_bytes or None)
+        prefix = sandbox_prefix(Path(self.workdir), [Path(h) for h in self.hide], self.memory_bytes or None,
+                                Path(self.sockets) if self.sockets else None)
         return prefix + cmd
 
 
@@ -114,14 +121,33 @@ def kernel_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def new_kernel_manager(workdir: Path, hide: list[Path], memory_bytes: int | None) -> SandboxedKernelManager:
-    """A kernel manager for one submission; its sockets and connection file live in ``workdir``."""
+#: A Unix socket's path holds at most 107 bytes: the kernel's sockets go in a short folder of their own.
+MAX_SOCKET_PATH = 100
+
+
+def socket_folder() -> Path:
+    """A new, short-named folder for one kernel's IPC sockets (``/tmp/nlpg-XXXXXXXX``): a course folder
+    deep in the file system would make ``<workdir>/kernel-ipc-N`` too long a socket path for ZeroMQ.
+    The sandboxed kernel runs as another user: the folder is writable by all, like its work folder."""
+    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    folder = Path(tempfile.mkdtemp(prefix="nlpg-", dir=base))
+    os.chmod(folder, 0o777)
+    if len(str(folder / "k-0000")) > MAX_SOCKET_PATH:
+        raise OSError(f"no short folder for the kernel's sockets: {folder} is too long a path")
+    return folder
+
+
+def new_kernel_manager(workdir: Path, hide: list[Path], memory_bytes: int | None,
+                       sockets: Path) -> SandboxedKernelManager:
+    """A kernel manager for one submission: its connection file in ``workdir``, its IPC sockets in
+    ``sockets`` (see :func:`socket_folder`)."""
     km = SandboxedKernelManager(
         kernel_name="python3",
         transport="ipc",
-        ip=str(workdir / "kernel-ipc"),
+        ip=str(sockets / "k"),
         connection_file=str(workdir / "kernel.json"),
         workdir=str(workdir),
+        sockets=str(sockets),
         hide=[str(h) for h in hide],
         memory_bytes=memory_bytes or 0,
     )

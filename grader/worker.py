@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from .course import Assignment, load_assignment, load_reference
 from .notebook import (InvalidSubmission, forbidden_uses, is_autograded_test, is_solution, is_student_added, merge,
                        nbgrader_meta, read_submission)
 from .release import LEAK_MARKERS
-from .sandbox import kernel_env, new_kernel_manager, sandbox_available
+from .sandbox import kernel_env, new_kernel_manager, sandbox_available, socket_folder
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # a recording larger than this is not read
 
@@ -41,7 +42,7 @@ class Job:
     assignment: str  # assignment name
     student: str  # student id
     submission: str | None  # path of the submitted notebook (None: nothing submitted)
-    workdir: str  # private folder for this submission (the only one the kernel may write)
+    workdir: str  # private folder for this submission; the kernel sees and writes only its kernel/ subfolder
     seed: int  # seeds the hidden-test inputs: the same for a given course, assignment and student
     cell_timeout: int = 60  # seconds per cell before the kernel is interrupted
     memory_bytes: int = 4 * 2**30  # address-space limit of the kernel
@@ -112,9 +113,9 @@ def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missin
 
 
 def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir: Path,
-                seed: int) -> dict[str, CellScore]:
+                seed: int, cases: dict[str, list[Case]] | None = None) -> dict[str, CellScore]:
     """Score every autograded test cell from the recordings in ``workdir/outputs``."""
-    cases = make_cases(reference, seed)
+    cases = cases if cases is not None else make_cases(reference, seed)
     points = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0))
               for c in source_nb.cells if is_autograded_test(c)}
     student_code = {nbgrader_meta(c).get("grade_id"): c.source for c in merged_nb.cells
@@ -216,7 +217,7 @@ def finalize(job: Job, status: str, message: str) -> dict:
                               read_submission(Path(job.submission)))
         except InvalidSubmission:
             pass
-    scores = grade_cells(a, reference, source, merged, workdir, job.seed)
+    scores = grade_cells(a, reference, source, merged, workdir / "kernel", job.seed)
     annotate(merged, scores)
     return write_result(workdir, job, status, message, scores, merged)
 
@@ -231,9 +232,12 @@ def run(job: Job) -> dict:
     a = load_assignment(job.assignment)
     reference = load_reference(a)
     workdir = Path(job.workdir)
-    (workdir / "outputs").mkdir(parents=True, exist_ok=True)
-    os.chmod(workdir, 0o777)
-    os.chmod(workdir / "outputs", 0o777)
+    # The kernel sees and writes only workdir/kernel, never the grader's own files next to it (result.json,
+    # job.json, ...): it could otherwise forge them for a resumed run, or plant symlinks the grader writes through.
+    kdir = workdir / "kernel"
+    (kdir / "outputs").mkdir(parents=True, exist_ok=True)
+    os.chmod(kdir, 0o777)
+    os.chmod(kdir / "outputs", 0o777)
     if job.submission is None:
         return write_result(workdir, job, "missing", f"no {a.notebook} submitted", zero_scores(a))
     try:
@@ -243,18 +247,22 @@ def run(job: Job) -> dict:
     source = nbformat.read(str(a.source), as_version=4)
     release = nbformat.read(str(a.release), as_version=4)
     merged, report = merge(source, release, student)
-    save_cases(workdir / "inputs.pt", make_cases(reference, job.seed))
-    os.chmod(workdir / "inputs.pt", 0o444)
-    env = kernel_env(workdir, {"NLPCOURSE_GRADER_INPUTS": str(workdir / "inputs.pt"),
-                               "NLPCOURSE_GRADER_OUTPUTS": str(workdir / "outputs")})
-    km = new_kernel_manager(workdir, [Path(h) for h in job.hide], job.memory_bytes)
+    cases = make_cases(reference, job.seed)
+    save_cases(kdir / "inputs.pt", cases)
+    os.chmod(kdir / "inputs.pt", 0o444)
+    env = kernel_env(kdir, {"NLPCOURSE_GRADER_INPUTS": str(kdir / "inputs.pt"),
+                            "NLPCOURSE_GRADER_OUTPUTS": str(kdir / "outputs")})
+    sockets = socket_folder()
+    km = new_kernel_manager(kdir, [Path(h) for h in job.hide], job.memory_bytes, sockets)
     client = _Client(merged, km=km, timeout=job.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
                      record_timing=False, shutdown_kernel="immediate", startup_timeout=120,
-                     resources={"metadata": {"path": str(workdir)}})
+                     resources={"metadata": {"path": str(kdir)}})
     client.timed_out = []
     status, message = "graded", ""
     try:
-        client.execute(env=env, stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
+        # cleanup_kc: nbclient shuts down only kernels it started itself; this worker lives on after
+        # the submission, so without it every kernel would outlive its submission.
+        client.execute(env=env, stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"), cleanup_kc=True)
     except DeadKernelError:
         status = "crashed"
         ran = sum(1 for c in merged.cells if c.cell_type == "code" and c.get("execution_count"))
@@ -263,11 +271,13 @@ def run(job: Job) -> dict:
     except Exception as exc:  # noqa: BLE001 - nbclient/kernel start-up failures
         status = "crashed"
         message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     if client.timed_out and status == "graded":
         status = "timeout"
         ids = [nbgrader_meta(merged.cells[i]).get("grade_id") or f"cell {i}" for i in client.timed_out if i >= 0]
         message = f"{', '.join(map(str, ids))} ran past {job.cell_timeout} s and was interrupted"
-    scores = grade_cells(a, reference, source, merged, workdir, job.seed)
+    scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases)
     annotate(merged, scores)
     details = []
     if report["missing"]:

@@ -246,7 +246,7 @@ print("forged", sorted(p.name for p in out.iterdir()))
 '''
 
 READER = '''\
-import glob, hashlib, json, os, sys, time, urllib.request
+import hashlib, json, os, sys, time, urllib.request
 
 def digest(path):
     try:
@@ -264,13 +264,14 @@ for folder in FOLDERS:
     except Exception as exc:
         found["listings"][folder] = f"error: {type(exc).__name__}"
 start = time.time()
-for top in sorted(os.listdir("/")):
-    if top in ("proc", "sys", "dev") or time.time() - start > 8:
+for top in sorted(os.listdir("/")):  # **/reference.py, **/*.db, **/*.ipynb over the whole file system
+    if top in ("proc", "sys", "dev"):
         continue
-    for pattern in ("**/reference.py", "**/*.db", "**/*.ipynb"):
-        for hit in glob.glob(f"/{top}/{pattern}", recursive=True):
-            if "/site-packages/" not in hit or pattern != "**/*.ipynb":
-                found["globbed"][hit] = digest(hit)
+    for folder, _, files in os.walk("/" + top):
+        for name in files:
+            if name == "reference.py" or name.endswith(".db") or (name.endswith(".ipynb")
+                                                                   and "/site-packages/" not in folder):
+                found["globbed"][os.path.join(folder, name)] = digest(os.path.join(folder, name))
 found["glob_seconds"] = round(time.time() - start, 1)
 for pid in (p for p in os.listdir("/proc") if p.isdigit()):
     try:
@@ -283,9 +284,9 @@ try:
     found["network"] = "reached"
 except Exception as exc:
     found["network"] = f"failed: {type(exc).__name__}: {exc}"
-# use whatever was found: a reference implementation becomes the answers
+# use whatever was found: a reference implementation of these functions becomes the answers
 for path, sha in found["globbed"].items():
-    if path.endswith("reference.py") and not sha.startswith("unreadable"):
+    if path.endswith("reference.py") and "def linear_forward" in open(path, errors="replace").read():
         try:
             namespace = {}
             exec(open(path).read(), namespace)
@@ -298,6 +299,43 @@ for path, sha in found["globbed"].items():
             found["stolen"].append(f"{path}: {type(exc).__name__}")
 print("FOUND=" + json.dumps(found))
 '''
+
+STATE_FORGER = '''\
+import hashlib, json, os
+from pathlib import Path
+
+here = Path.cwd()
+parts = here.parts
+i = max(k for k in range(len(parts) - 2) if parts[k:k + 2] == ("work", "backprop"))
+student, folder = parts[i + 2], Path(*parts[:i + 3])  # the grader's folder for this submission
+fake = {"student": student, "assignment": "backprop", "status": "graded", "message": "12/12 autograded points",
+        "score": 12.0, "max_score": 12.0, "executed": False,
+        "cells": {c: {"score": p, "max_score": p, "message": "all cases passed"} for c, p in POINTS.items()}}
+submitted = folder / "submitted" / "backprop.ipynb"
+sha = hashlib.sha256(submitted.read_bytes()).hexdigest() if submitted.exists() else "?"
+for where in sorted({here, folder}):
+    for name, text in (("result.json", json.dumps(fake)), ("recorded.json", json.dumps({"sha256": sha}))):
+        try:
+            (where / name).write_text(text)
+        except OSError as exc:
+            print("cannot write", where / name, exc)
+    for name in ("result.json.tmp", "executed.ipynb.tmp", "recorded.json.tmp", "job.run.json", "job.json.tmp"):
+        try:
+            os.symlink(TARGET + name, where / name)
+        except OSError as exc:
+            print("cannot plant", where / name, exc)
+(here / "forged.flag").write_text("done")
+print("forged grader state in", sorted(map(str, {here, folder})))
+'''
+
+
+def state_forger(target_prefix: Path) -> str:
+    """A cell that forges the grader's own files (a full-marks result.json, a recorded.json) and plants
+    symlinks where the grader writes its temporary files, pointing to ``target_prefix*`` on the host."""
+    return f"TARGET = {str(target_prefix)!r}\nPOINTS = {POINTS!r}\n" + STATE_FORGER
+
+
+HISTORY_PRINTER = "print(*In, sep='\\n')  # IPython's input history: every cell run so far, hidden tests included\n"
 
 AUTOGRAD_LINEAR = '''\
 def linear_forward(X, W, b):
@@ -361,6 +399,8 @@ def build_submissions(folder: Path, marker: Path, url: str, course_dir: Path) ->
         "outputs-forged": add_cell_after(blank, "written-answer", f"MARKER = {str(marker)!r}\n" + OUTPUTS_FORGED),
         "reader": add_cell_after(blank, "setup", reader_source(url, folder, course_dir)),
         "autograd": submission(ASSIGNMENT, _answers(linear_solution=AUTOGRAD_LINEAR)),
+        "history-printer": add_cell_after(blank, "written-answer", HISTORY_PRINTER),
+        "state-forger": add_cell_after(blank, "setup", state_forger(marker.parent / "written-through-symlink-")),
     }
     for i, bug in enumerate(BUGS):
         notebooks[f"bug-{i:02d}"] = with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new)
@@ -382,7 +422,7 @@ def build_submissions(folder: Path, marker: Path, url: str, course_dir: Path) ->
 
 def reader_targets(folder: Path, course_dir: Path) -> tuple[list[str], list[str]]:
     """Files and folders the reader looks for: none may be visible from the kernel."""
-    targets = [REFERENCE, SOURCE, ROOT / "solutions", ROOT / ".git" / "HEAD", ROOT / "_grading" / "gradebook.db",
+    targets = [REFERENCE, SOURCE, ROOT / ".git" / "HEAD", ROOT / "_grading" / "gradebook.db",
                course_dir / "gradebook.db", course_dir / ".grading_secret",
                course_dir / "work" / ASSIGNMENT / "solution" / "submitted" / NOTEBOOK,
                course_dir / "work" / ASSIGNMENT / "solution" / "inputs.pt",
@@ -412,6 +452,34 @@ class _Counter(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def _live_kernels(course: Path) -> set[str]:
+    """Connection files of the kernels now running for ``course`` (one per submission being run)."""
+    live = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"ipykernel_launcher" in cmd and cmd[0] != b"bwrap" and any(str(course).encode() in w for w in cmd) \
+                and _alive([int(proc.name)]):
+            live |= {w.decode() for w in cmd if w.endswith(b"kernel.json")}
+    return live
+
+
+class _KernelWatch(threading.Thread):
+    """Samples the live kernels while the batch runs: the most ever running at once."""
+
+    def __init__(self, course: Path):
+        super().__init__(daemon=True)
+        self.course, self.most, self.stop = course, set(), threading.Event()
+
+    def run(self):
+        while not self.stop.wait(0.25):
+            live = _live_kernels(self.course)
+            if len(live) > len(self.most):
+                self.most = live
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     """Grade every submission in one ``grader autograde`` run; then feedback and export."""
@@ -420,26 +488,31 @@ def batch(tmp_path_factory):
     subs.mkdir()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counter)
     _Counter.hits = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    watch = _KernelWatch(course)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/secret"
         how = build_submissions(subs, marker, url, course)
         start = time.monotonic()
+        watch.start()
         proc = grader_cli("autograde", ASSIGNMENT, "--submissions", str(subs), *GRADE_OPTIONS, course_dir=course)
         seconds = time.monotonic() - start
     finally:
+        watch.stop.set()
         server.shutdown()
         server.server_close()
+    leftover = _live_kernels(course)
     print(f"graded {len(how)} submissions in {seconds:.0f} s")
-    fb = grader_cli("feedback", ASSIGNMENT, course_dir=course)
+    # exit 2: the feedback of history-printer is withheld (its own cell printed the hidden tests)
+    fb = grader_cli("feedback", ASSIGNMENT, course_dir=course, check=False)
+    assert fb.returncode in (0, 2), fb.stdout + fb.stderr
     csv_path = tmp / "grades.csv"
     grader_cli("export", ASSIGNMENT, "--csv", str(csv_path), course_dir=course)
     with open(csv_path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     return {"tmp": tmp, "subs": subs, "course": course, "marker": marker, "how": how, "stdout": proc.stdout,
-            "stderr": proc.stderr, "feedback_stdout": fb.stdout, "csv": csv_path, "rows": rows,
-            "hits": list(_Counter.hits)}
+            "stderr": proc.stderr, "feedback": fb, "csv": csv_path, "rows": rows,
+            "hits": list(_Counter.hits), "most_kernels": watch.most, "leftover_kernels": leftover}
 
 
 def result(batch, student: str) -> dict:
@@ -486,6 +559,14 @@ def test_every_student_folder_gets_a_result(batch):
         assert r["max_score"] == MAX_AUTOGRADED, (student, r["max_score"])
         assert set(r["cells"]) == set(POINTS), student
     assert "warning: bubblewrap" not in batch["stderr"] or not sandbox_available()
+
+
+def test_kernels_do_not_outlive_their_submission(batch):
+    """Each worker runs one kernel at a time and shuts it down after its submission; none is left."""
+    workers = int(GRADE_OPTIONS[GRADE_OPTIONS.index("--workers") + 1])
+    assert batch["most_kernels"], "no kernel was ever seen running"
+    assert len(batch["most_kernels"]) <= workers, sorted(batch["most_kernels"])
+    assert not batch["leftover_kernels"], sorted(batch["leftover_kernels"])
 
 
 def test_solution_gets_full_marks(batch):
@@ -575,9 +656,10 @@ def test_infinite_loop_at_top_level_times_out_that_cell(batch):
     r = result(batch, "loop-top-level")
     assert r["status"] == "timeout", r["message"]
     assert "logsoftmax-solution" in r["message"] and f"ran past {CELL_TIMEOUT} s" in r["message"]
-    # log_softmax never got defined: the parts that need it lose, the others keep full marks
-    assert cell_scores(batch, "loop-top-level") == full_except(LOGSOFTMAX, LOSS, MLP)
-    assert r["score"] == 5
+    # log_softmax never got defined: the parts that need it get 0; of the MLP, only the logits (weight 1
+    # of 3), which need no log_softmax, pass; the rest keeps full marks
+    assert cell_scores(batch, "loop-top-level") == {**full_except(LOGSOFTMAX, LOSS), MLP: 1.0}
+    assert re.search(r"mlp_logits: (\d+)/\1 cases passed", r["cells"][MLP]["message"]), r["cells"][MLP]["message"]
 
 
 def test_memory_bomb_gains_nothing(batch):
@@ -715,6 +797,7 @@ def test_reader_finds_nothing_private_and_gains_nothing(batch):
     assert r["status"] == "graded", r["message"]
     assert r["score"] == 0
     found = _found(batch)
+    own = batch["course"] / "work" / ASSIGNMENT / "reader"
     targets, folders = reader_targets(batch["subs"], batch["course"])
     for path in targets:
         assert found["paths"][path] == "absent", f"the kernel can see {path}"
@@ -723,19 +806,23 @@ def test_reader_finds_nothing_private_and_gains_nothing(batch):
     import hashlib
 
     private_sha = {hashlib.sha256(b).hexdigest() for b in private}
+    assert found["globbed"], "the search found nothing at all: it did not run"
+    private_dirs = [ROOT / "solutions", ROOT / "_grading", ROOT / ".git", batch["subs"], batch["course"]]
     for path, sha in found["globbed"].items():
         assert sha not in private_sha, f"the kernel found a private file at {path}"
-        assert not path.endswith("gradebook.db") and "/solutions/" not in path, path
-    assert not found["stolen"], found["stolen"]
-    # the repository, the course folder and the submissions are empty, but for the kernel's own folder
-    own = batch["course"] / "work" / ASSIGNMENT / "reader"
+        assert not any(Path(path).is_relative_to(d) for d in private_dirs) or Path(path).is_relative_to(own), path
+    assert not found["stolen"], found["stolen"]  # no file defining the answers was found
+    # The repository shows the library, the data and the venv (mounted back read-only) and an empty
+    # solutions/; the course folder and the submissions show nothing but the way to the kernel's own folder.
+    back = [ROOT / "nlpcourse", ROOT / "data", Path(sys.prefix), Path(sys.base_prefix),
+            Path(sys.executable).resolve().parent, own]
+    allowed = {ROOT / "solutions"} | {q for b in back for q in (b, *b.parents)}
     for folder in folders:
         listing = found["listings"][folder]
-        if isinstance(listing, list):
-            visible = {str(Path(folder) / name) for name in listing}
-            allowed = {str(p) for p in [ROOT / "nlpcourse", ROOT / "data", ROOT / ".venv"]} | \
-                      {str(p) for p in own.parents} | {str(own)}
-            assert visible <= allowed | {str(Path(sys.prefix))}, f"{folder} shows {sorted(visible - allowed)}"
+        assert isinstance(listing, list), (folder, listing)
+        visible = {Path(folder) / name for name in listing}
+        assert visible <= allowed, f"the kernel sees {sorted(map(str, visible - allowed))} in {folder}"
+    assert found["listings"][str(ROOT / "solutions")] == []
     # the grader's own processes are out of sight (separate pid namespace)
     for cmd in found["processes"]:
         assert not any("grader.worker" in w or "grader.cli" in w or w.endswith("pytest") for w in cmd), cmd
@@ -747,6 +834,30 @@ def test_kernel_cannot_reach_the_host_network(batch):
     found = _found(batch)
     assert found["network"].startswith("failed"), found["network"]
     assert batch["hits"] == [], "the kernel reached the test's HTTP server"
+
+
+def test_history_printer_sees_only_what_holds_no_secret(batch):
+    """IPython's input history shows the kernel every cell it ran, hidden tests included: they hold no
+    secret (only record() calls; the inputs come from the grader, the verdict is reached outside).
+    The points stay 0, and the feedback is withheld (test_feedback_for_every_graded_student)."""
+    r = result(batch, "history-printer")
+    assert r["status"] == "graded" and r["score"] == 0, r
+    assert "record(" in stdout_of_cells(executed_notebook(batch, "history-printer"))
+
+
+def test_kernel_cannot_forge_nor_redirect_the_graders_files(batch):
+    """A notebook writes a full-marks result.json and recorded.json where the grader keeps its own, and
+    plants symlinks where the grader writes its temporary files: the kernel sees only a folder of its
+    own, so the grader's files are its own, and nothing on the host is written through a symlink."""
+    r = result(batch, "state-forger")
+    assert r["status"] == "graded" and r["score"] == 0, r
+    folder = batch["course"] / "work" / ASSIGNMENT / "state-forger"
+    for name in ("result.json", "recorded.json", "executed.ipynb", "job.json", "job.run.json"):
+        assert not (folder / name).is_symlink() and (folder / name).is_file(), name
+    assert not list(batch["tmp"].glob("written-through-symlink-*"))
+    assert "forged grader state" in stdout_of_cells(executed_notebook(batch, "state-forger"))
+    row = next(r for r in batch["rows"] if r["student_id"] == "state-forger")
+    assert float(row["score"]) == 0
 
 
 def test_malformed_notebooks_are_invalid(batch):
@@ -853,9 +964,15 @@ def _feedback_files(batch) -> dict[str, Path]:
 
 
 def test_feedback_for_every_graded_student(batch):
+    """One HTML file per executed submission, with the verdicts, loading nothing from the network; but
+    none for history-printer, whose own cell printed IPython's input history (the hidden tests' source
+    among it): that file is withheld, the command says so (exit 2), and the batch's others are written."""
     files = _feedback_files(batch)
     executed = {s for s in batch["how"] if result(batch, s)["executed"]}
-    assert set(files) == executed
+    assert set(files) == executed - {"history-printer"}
+    fb = batch["feedback"]
+    assert fb.returncode == 2 and "withheld" in fb.stderr and "history-printer" in fb.stderr, fb.stderr
+    assert not (batch["course"] / "feedback" / "history-printer" / ASSIGNMENT / "backprop.html").exists()
     for student, path in files.items():
         text = path.read_text()
         assert "cases passed" in text or "no result was recorded" in text or "not allow" in text, student
@@ -937,15 +1054,44 @@ def test_export_has_one_row_per_student_folder(batch):
 # ------------------------------------------------------------------ 4. resume after a kill
 
 
+def _children(parent: int, word: bytes) -> list[int]:
+    """Pids of the live child processes of ``parent`` whose command line contains ``word``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and word in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(pid)
+    return out
+
+
 def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     from nbgrader.api import Gradebook
 
     subs, course = tmp_path / "submissions", tmp_path / "course"
-    expected = {"s1-solution": MAX_AUTOGRADED, "s2-bug": None, "s3-blank": 0.0, "s4-nothing": 0.0}
+    expected = {"s1-solution": MAX_AUTOGRADED, "s3-blank": 0.0, "s4-nothing": 0.0}
     write(submission(ASSIGNMENT), subs, "s1-solution", NOTEBOOK)
     bug = BUGS[-1]  # sgd_step steps the wrong way: loses the sgd point only
-    write(with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new), subs, "s2-bug", NOTEBOOK)
-    expected["s2-bug"] = MAX_AUTOGRADED - sum(POINTS[c] for c in bug.loses)
+    # s2 takes a while, so that it is surely in flight when the grader is killed
+    # and forges the grader's state (a full-marks result.json) that a resumed run would otherwise trust
+    slow = add_cell_after(with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new), "setup", "import time\ntime.sleep(6)\n")
+    slow = add_cell_after(slow, "setup", state_forger(tmp_path / "written-through-symlink-"))
+    write(slow, subs, "s2-bug", NOTEBOOK)
     write(release_notebook(ASSIGNMENT), subs, "s3-blank", NOTEBOOK)
     (subs / "s4-nothing").mkdir()
     cmd = [sys.executable, "-m", "grader.cli", "--course-dir", str(course), "autograde", ASSIGNMENT,
@@ -956,23 +1102,33 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
                             start_new_session=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 300
-        while not list(work.glob("*/recorded.json")) and time.monotonic() < deadline:
+        # kill it once s1 is recorded and s2 (in flight) has forged the grader's state
+        while not (list(work.glob("*/recorded.json")) and list(work.glob("s2-bug/**/forged.flag"))) \
+                and time.monotonic() < deadline:
             assert proc.poll() is None, f"the batch ended before it could be killed:\n{proc.stdout.read()}"
             time.sleep(0.05)
         first = [p.parent.name for p in work.glob("*/recorded.json")]
         assert first == ["s1-solution"], first
+        workers = _children(proc.pid, b"grader.worker")
+        assert workers, "no grading worker was running"
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        try:  # the grader's own process group: its workers are in sessions of their own
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it had already ended (the assertion above says why)
+            pass
         proc.wait()
         proc.stdout.close()
     killed_at = time.time()
     first_result = work / "s1-solution" / "result.json"
     mtime = first_result.stat().st_mtime_ns
     assert not (work / "s3-blank" / "recorded.json").exists()
-    # nothing of the killed batch goes on running (its workers and kernels die with it)
-    time.sleep(1)
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert str(work) not in ps, [ln for ln in ps.splitlines() if str(work) in ln]
+    # nothing of the killed batch goes on running: a worker left alone would go on writing into s2-bug's
+    # folder while the rerun grades it again; its workers die with it, and their kernels with them
+    deadline = time.monotonic() + 2.5  # s2-bug alone would take longer than that to finish
+    while (_alive(workers) or _live_kernels(course)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(workers), "a grading worker outlived the killed grader"
+    assert not _live_kernels(course), "a kernel outlived the killed grader"
 
     rerun = subprocess.run(cmd, env=_grader_env(), capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
@@ -989,9 +1145,14 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
         names = sorted(s.student.id for s in subs_in_gb)
         assert names == ["s1-solution", "s2-bug", "s3-blank"], names  # one each; none for the empty folder
         for s in subs_in_gb:
-            assert s.code_score == pytest.approx(expected[s.student.id]), s.student.id
+            r = json.loads((work / s.student.id / "result.json").read_text())
+            assert s.code_score == pytest.approx(r["score"]), s.student.id
     for student, score in expected.items():
-        assert json.loads((work / student / "result.json").read_text())["score"] == pytest.approx(score)
+        assert json.loads((work / student / "result.json").read_text())["score"] == pytest.approx(score), student
+    bugged = json.loads((work / "s2-bug" / "result.json").read_text())
+    assert {c for c, s in bugged["cells"].items() if s["score"] < POINTS[c]} == bug.loses, bugged
+    assert not list(tmp_path.glob("written-through-symlink-*"))
     # a third run has nothing left to do
     again = subprocess.run(cmd, env=_grader_env(), capture_output=True, text=True, timeout=200, cwd=tmp_path)
-    assert again.returncode == 0 and ":" not in again.stdout.replace("results in", ""), again.stdout
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not re.search(r"^\S+: (graded|timeout|crashed|invalid|missing) ", again.stdout, re.M), again.stdout
