@@ -214,6 +214,11 @@ def autograde(assignment: str, submissions: Path, course_dir: Path, workers: int
     course_dir = course_dir.resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
     ensure_released(a, course_dir)
+    from .release import is_up_to_date
+
+    fresh, why = is_up_to_date(a.name, course_dir)
+    if not fresh:  # answer cells missing from a submission are filled from the release: it must be current
+        raise GraderError(f"the release is out of date with solutions/{a.name}: {why}")
     work = course_dir / "work" / a.name
     work.mkdir(parents=True, exist_ok=True)
     subs = find_submissions(a, submissions.resolve())

@@ -17,6 +17,9 @@ from nbformat import NotebookNode
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20  # a larger "notebook" is refused as invalid
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+#: What an answer cell holds when neither the submission nor the release has it (nbgrader's stubs).
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+TEXT_STUB = "YOUR ANSWER HERE"
 
 
 class InvalidSubmission(Exception):
@@ -101,8 +104,11 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
             placed_leading = True
         cell = copy.deepcopy(master)
         if key in solution_keys:
-            given = answers.get(key) or release_by_key.get(key) or master
-            cell.source = given.source if isinstance(given.source, str) else "".join(given.source)
+            given = answers.get(key) or release_by_key.get(key)
+            if given is None:  # never the instructor's solution: the stub a release would have
+                cell.source = CODE_STUB if cell.cell_type == "code" else TEXT_STUB
+            else:
+                cell.source = given.source if isinstance(given.source, str) else "".join(given.source)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         cells.append(cell)
@@ -128,7 +134,29 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
 # ------------------------------------------------------------------ forbidden names in the student's code
 
 
-def name_chains(source: str) -> list[tuple[str, ...]]:
+def python_source(cells: list[str]) -> str:
+    """The Python that IPython would run for these cell sources: magics (``%time``, ``!ls``) turned into
+    calls by IPython's own transformer; a cell that still does not parse is left out (IPython would
+    refuse to run it, so it defines nothing). One cell's error never hides the other cells' code."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    tm = TransformerManager()
+    kept = []
+    for src in cells:
+        try:
+            code = tm.transform_cell(src)
+            ast.parse(code)
+        except (SyntaxError, ValueError, IndexError):  # IndexError: a cell IPython cannot split
+            continue
+        kept.append(code)
+    return "\n".join(kept)
+
+
+#: Calls whose string arguments are Python code (exec, eval, IPython magics such as %time / %%timeit).
+_CODE_IN_STRINGS = ("exec", "eval", "compile", "run_line_magic", "run_cell_magic", "run_cell", "system")
+
+
+def name_chains(source: str, _depth: int = 0) -> list[tuple[str, ...]]:
     """Every dotted name the code uses, as tuples of components, with import aliases resolved
     (``F.softmax`` after ``import torch.nn.functional as F`` gives ``("torch", "nn", "functional",
     "softmax")``). An attribute of an expression starts with ``"<expr>"`` (``f(x).backward`` gives
@@ -167,15 +195,20 @@ def name_chains(source: str) -> list[tuple[str, ...]]:
             for arg in node.args:  # getattr(torch, "autograd"), __import__("torch.autograd")
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     chains.append(("<str>",) + tuple(arg.value.split(".")))
+        if isinstance(node, ast.Call) and chain(node.func)[-1] in _CODE_IN_STRINGS and _depth < 3:
+            for arg in node.args:  # exec("torch.autograd.grad(...)"), %time torch.autograd.grad(...)
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    chains += name_chains(python_source([arg.value]), _depth + 1)
     return chains
 
 
-def forbidden_uses(source: str, forbidden: tuple[str, ...]) -> list[str]:
-    """Which ``forbidden`` entries the code uses. An entry matches a used dotted name when its
+def forbidden_uses(source: str | list[str], forbidden: tuple[str, ...]) -> list[str]:
+    """Which ``forbidden`` entries the code (a cell source, or a list of them) uses, after IPython's
+    transformations (:func:`python_source`). An entry matches a used dotted name when its
     components appear in it as a run of whole components; an entry that begins with a dot matches
     attributes only (``.softmax`` forbids ``torch.softmax`` and ``Z.softmax()``, not a function of the
     student's own called ``softmax``)."""
-    chains = name_chains(source)
+    chains = name_chains(python_source([source] if isinstance(source, str) else list(source)))
     hits = []
     for entry in forbidden:
         comps = tuple(entry.lstrip(".").split("."))

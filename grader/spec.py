@@ -10,7 +10,13 @@ from typing import Any, Callable
 
 import torch
 
-from nlpcourse.checking import Case
+from nlpcourse.checking import Case, Verdict
+
+#: A part's own comparison: ``check(expected, got, case, device) -> Verdict``, where ``expected`` is what the
+#: reference returned for the case and ``device`` the device the output must be on (None: not checked).
+#: For outputs that cannot be compared value by value, such as random draws (see
+#: ``nlpcourse.checking.compare_samples``).
+Check = Callable[[Any, Any, Case, "str | None"], Verdict]
 
 
 @dataclass
@@ -24,3 +30,4 @@ class Part:
     forbidden: tuple[str, ...] = ()  # names the answer cells must not use (e.g. "backward", "autograd")
     weight: float = 1.0  # share of the test cell's points, relative to the other parts of that cell
     extra: dict[str, Any] = field(default_factory=dict)  # anything else the reference needs
+    check: Check | None = None  # how to compare an output with the reference's (None: nlpcourse.checking.compare)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ import torch
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from nlpcourse.checking import Case, compare, save_cases, to_device
+from nlpcourse.checking import Case, Verdict, compare, save_cases, to_device
 from nlpcourse.device import available_devices
 
 from .course import Assignment, load_assignment, load_reference
@@ -75,14 +76,29 @@ def make_cases(reference, seed: int) -> dict[str, list[Case]]:
 
 
 def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
-    if not path.is_file():
-        return None, "no result was recorded (the hidden test did not run, or stopped before the end)"
-    if path.stat().st_size > MAX_OUTPUT_BYTES:
-        return None, "the recorded result is too large to read"
+    """Read what the kernel recorded for one part. The kernel owns the folder, so the file may be
+    anything it made: it is read only if it is a regular file, reached through no symbolic link (a
+    link could point at another student's recording, which the grader, outside the sandbox, could
+    read), and small enough."""
+    missing = "no result was recorded (the hidden test did not run, or stopped before the end)"
+    if os.path.islink(path.parent) or not path.parent.is_dir():
+        return None, "the outputs folder was replaced: no recording is read"
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - a damaged or hostile file
-        return None, f"the recorded result cannot be read ({type(exc).__name__})"
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None, missing
+    except OSError:
+        return None, "the recorded result is not a regular file (a link?): it is not read"
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None, "the recorded result is not a regular file: it is not read"
+        if info.st_size > MAX_OUTPUT_BYTES:
+            return None, "the recorded result is too large to read"
+        try:
+            data = torch.load(fh, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - a damaged or hostile file
+            return None, f"the recorded result cannot be read ({type(exc).__name__})"
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         return None, "the recorded result has the wrong format"
     return data, ""
@@ -102,7 +118,13 @@ def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missin
             continue
         expected = part.reference(*to_device(case.args, "cpu"))
         dev = case.device if set(got.get("devices", [])) - {case.device} else None
-        verdict = compare(expected, got.get("value"), "output", case.rtol, case.atol, device=dev)
+        if part.check is not None:
+            try:
+                verdict = part.check(expected, got.get("value"), case, dev)
+            except Exception as exc:  # noqa: BLE001 - an output the check cannot read is a wrong output
+                verdict = Verdict(False, f"output cannot be checked: {type(exc).__name__}: {str(exc)[:200]}")
+        else:
+            verdict = compare(expected, got.get("value"), "output", case.rtol, case.atol, device=dev)
         if verdict.ok:
             passed += 1
         else:
@@ -120,7 +142,7 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
               for c in source_nb.cells if is_autograded_test(c)}
     student_code = {nbgrader_meta(c).get("grade_id"): c.source for c in merged_nb.cells
                     if is_solution(c) and c.cell_type == "code"}
-    extra_code = "\n".join(c.source for c in merged_nb.cells if c.cell_type == "code" and is_student_added(c))
+    extra_code = [c.source for c in merged_nb.cells if c.cell_type == "code" and is_student_added(c)]
     parts_by_cell: dict[str, list[tuple[str, Any]]] = {}
     for name, part in reference.PARTS.items():
         parts_by_cell.setdefault(part.test_cell, []).append((name, part))
@@ -128,7 +150,7 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
     for cell_id, max_points in points.items():
         lines, total, weight = [], 0.0, 0.0
         for name, part in parts_by_cell.get(cell_id, []):
-            code = "\n".join(student_code.get(s, "") for s in part.solution_cells) + "\n" + extra_code
+            code = [student_code.get(s, "") for s in part.solution_cells] + extra_code
             banned = forbidden_uses(code, tuple(part.forbidden)) if part.forbidden else []
             if banned:
                 frac, msg = 0.0, f"uses {', '.join(banned)}, which this exercise does not allow"

@@ -177,6 +177,81 @@ def compare(expected: Any, got: Any, what: str = "output", rtol: float | None = 
     return Verdict(expected == got, "" if expected == got else f"{what}: expected {expected!r}, got {got!r}")
 
 
+def compare_samples(probs: torch.Tensor, got: Any, shape: Sequence[int], what: str = "draws",
+                    alpha: float = 1e-6, device: str | None = None) -> Verdict:
+    """Random draws: ``got`` must be an integer tensor of ``shape`` whose values are ids in
+    ``0 .. len(probs)-1``, distributed as ``probs`` (a chi-square goodness-of-fit test; categories
+    expected fewer than 5 times are pooled). With seeded draws the verdict is reproducible; a correct
+    sampler fails with probability ``alpha``."""
+    if not isinstance(got, torch.Tensor):
+        return Verdict(False, f"{what}: expected a tensor of shape {tuple(shape)}, got {type(got).__name__}")
+    if device is not None and got.device.type != torch.device(device).type:
+        return Verdict(False, f"{what}: expected a tensor on {device} (where the inputs were), got one on {got.device}")
+    if tuple(got.shape) != tuple(shape):
+        return Verdict(False, f"{what}: expected shape {tuple(shape)}, got {tuple(got.shape)}",
+                       {"expected_shape": tuple(shape), "got_shape": tuple(got.shape)})
+    if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
+        return Verdict(False, f"{what}: expected integer ids (torch.long), got dtype {got.dtype}")
+    p = probs.detach().cpu().double().flatten()
+    p = p / p.sum()
+    ids = got.detach().cpu().long().flatten()
+    V, n = len(p), ids.numel()
+    if n == 0:
+        return Verdict(True)
+    if int(ids.min()) < 0 or int(ids.max()) >= V:
+        bad = ids[(ids < 0) | (ids >= V)][0].item()
+        return Verdict(False, f"{what}: id {bad} is out of range 0..{V - 1}")
+    observed = torch.bincount(ids, minlength=V).double()
+    impossible = (p == 0) & (observed > 0)
+    if impossible.any():
+        i = int(impossible.nonzero()[0])
+        return Verdict(False, f"{what}: drew id {i} {int(observed[i])} times, but its probability is 0")
+    expected = p * n
+    big = expected >= 5
+    o = torch.cat([observed[big], observed[~big].sum().reshape(1)])
+    e = torch.cat([expected[big], expected[~big].sum().reshape(1)])
+    keep = e > 0
+    o, e = o[keep], e[keep]
+    dof = len(e) - 1
+    if dof < 1:
+        return Verdict(True)
+    stat = ((o - e) ** 2 / e).sum()
+    p_value = torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64), stat / 2).item()
+    if p_value < alpha:
+        ratio = observed / expected.clamp_min(1e-12)
+        i = int(torch.where(expected >= 5, (observed - expected).abs() / expected.clamp_min(1e-12).sqrt(),
+                            torch.zeros_like(ratio)).argmax())
+        return Verdict(False, f"{what}: the {n} draws do not follow the expected distribution (chi-square "
+                              f"{stat.item():.1f} on {dof} degrees of freedom, p = {p_value:.2g}); the worst id is {i}: "
+                              f"expected about {expected[i].item():.1f} draws (probability {p[i].item():.4g}), "
+                              f"got {int(observed[i])}",
+                       {"p_value": p_value, "chi2": stat.item(), "dof": dof})
+    return Verdict(True, details={"p_value": p_value, "chi2": stat.item(), "dof": dof})
+
+
+def value_and_grads(fn: Callable[..., torch.Tensor]) -> Callable[..., tuple[torch.Tensor, list[torch.Tensor]]]:
+    """Wrap a function that returns a scalar tensor, so that it returns ``(value, grads)``: ``grads[i]``
+    is the gradient of the value with respect to the ``i``-th floating-point tensor argument, computed
+    by autograd *through* ``fn`` (zeros where the value does not depend on it). Tests use it to check a
+    loss and its gradients at once, on the student's function and on the reference alike."""
+
+    def wrapped(*args: Any) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        leaves = [a.detach().clone().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point()
+                  else a for a in args]
+        wrt = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
+        with torch.enable_grad():
+            value = fn(*leaves)
+            if not isinstance(value, torch.Tensor) or value.numel() != 1 or not value.is_floating_point():
+                raise TypeError(f"{getattr(fn, '__name__', 'the function')} must return a scalar float tensor, "
+                                f"got {type(value).__name__}" + (f" of shape {tuple(value.shape)}"
+                                                                 if isinstance(value, torch.Tensor) else ""))
+            grads = torch.autograd.grad(value, wrt, allow_unused=True) if value.requires_grad else [None] * len(wrt)
+        return value.detach(), [torch.zeros_like(w) if g is None else g.detach() for w, g in zip(wrt, grads)]
+
+    wrapped.__name__ = f"value_and_grads({getattr(fn, '__name__', 'fn')})"
+    return wrapped
+
+
 class CheckFailure(AssertionError):
     """A visible test failed; the message says what to fix."""
 
@@ -190,6 +265,19 @@ def check_close(part: str, fn: Callable, args: Sequence[Any], expected: Any, hin
     except NotImplementedError:
         raise CheckFailure(f"{part}: not implemented yet") from None
     verdict = compare(expected, got, f"{part} output", rtol, atol)
+    if not verdict.ok:
+        raise CheckFailure(verdict.message + (f"\nHint: {hint}" if hint else ""))
+
+
+def check_samples(part: str, fn: Callable, args: Sequence[Any], probs: torch.Tensor, shape: Sequence[int],
+                  hint: str = "") -> None:
+    """Visible test of a sampler: ``fn(*args)`` returns ids of ``shape`` drawn from ``probs``
+    (see :func:`compare_samples`)."""
+    try:
+        got = fn(*to_device(list(args), "cpu"))
+    except NotImplementedError:
+        raise CheckFailure(f"{part}: not implemented yet") from None
+    verdict = compare_samples(probs, got, shape, f"{part} output")
     if not verdict.ok:
         raise CheckFailure(verdict.message + (f"\nHint: {hint}" if hint else ""))
 

@@ -8,6 +8,7 @@ show the picture of the current setting even where no kernel is running.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
 from typing import Callable
@@ -124,4 +125,68 @@ def activation_explorer(activation: str = "tanh", sigma: float = 1.0):
     slider.observe(redraw, names="value")
     box = ActivationExplorer([widgets.HBox([dropdown, slider]), html])
     box.dropdown, box.slider, box.html = dropdown, slider, html
+    return box
+
+
+def _neighbours_html(kv, word: str, k: int) -> str:
+    word = word.strip().lower()
+    if word not in kv.key_to_index:
+        return f"<p><b>{html.escape(word) or '(empty)'}</b> is not in the vocabulary ({len(kv)} words).</p>"
+    rows = "".join(f"<tr><td>{html.escape(w)}</td><td>{s:.3f}</td></tr>" for w, s in kv.most_similar(word, topn=k))
+    return f"<p>Nearest neighbours of <b>{html.escape(word)}</b> (cosine):</p><table>{rows}</table>"
+
+
+def _analogy_html(kv, a: str, b: str, c: str, k: int) -> str:
+    a, b, c = (w.strip().lower() for w in (a, b, c))
+    unknown = [w for w in (a, b, c) if w not in kv.key_to_index]
+    if unknown:
+        return f"<p>Not in the vocabulary: {', '.join('<b>' + html.escape(w) + '</b>' for w in unknown)}.</p>"
+    # 3CosAdd with gensim: the words closest to b - a + c, the three query words excluded
+    best = kv.most_similar(positive=[b, c], negative=[a], topn=k)
+    rows = "".join(f"<tr><td>{html.escape(w)}</td><td>{s:.3f}</td></tr>" for w, s in best)
+    return (f"<p><b>{html.escape(a)}</b> is to <b>{html.escape(b)}</b> as <b>{html.escape(c)}</b> is to "
+            f"<b>{html.escape(best[0][0])}</b></p><table>{rows}</table>")
+
+
+def embedding_explorer(vectors, word: str = "king", analogy: tuple[str, str, str] = ("man", "woman", "king"),
+                       k: int = 8):
+    """Explore word vectors (a :class:`nlpcourse.vectors.WordVectors`): type a word to list its nearest
+    neighbours, or three words a, b, c to solve "a is to b as c is to ?" (3CosAdd, by gensim). Returns
+    an ``ipywidgets.VBox`` with attributes ``word``, ``a``, ``b``, ``c`` (text boxes), ``neighbours`` and
+    ``answer`` (HTML); editing a box redraws its result."""
+    import ipywidgets as widgets
+
+    if len(analogy) != 3:
+        raise ValueError(f"embedding_explorer: analogy must be three words (a, b, c), got {analogy!r}")
+    kv = vectors.to_gensim()
+
+    class EmbeddingExplorer(widgets.VBox):
+        """A VBox with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return (f"EmbeddingExplorer(word={self.word.value!r}, analogy=({self.a.value!r}, {self.b.value!r}, "
+                    f"{self.c.value!r}), vocabulary={len(kv)})")
+
+    style = {"description_width": "initial"}
+    word_box = widgets.Text(value=word, description="neighbours of", continuous_update=False, style=style)
+    boxes = [widgets.Text(value=w, description=d, continuous_update=False, style=style,
+                          layout=widgets.Layout(width="160px"))
+             for w, d in zip(analogy, ("a", "is to b", "as c"))]
+    neighbours = widgets.HTML(value=_neighbours_html(kv, word, k))
+    answer = widgets.HTML(value=_analogy_html(kv, *analogy, k))
+
+    def redraw_neighbours(_change=None) -> None:
+        neighbours.value = _neighbours_html(kv, word_box.value, k)
+
+    def redraw_answer(_change=None) -> None:
+        answer.value = _analogy_html(kv, *(b.value for b in boxes), k)
+
+    word_box.observe(redraw_neighbours, names="value")
+    for b in boxes:
+        b.observe(redraw_answer, names="value")
+    box = EmbeddingExplorer([
+        widgets.HBox([widgets.VBox([word_box, neighbours]),
+                      widgets.VBox([widgets.HBox(boxes), answer])]),
+    ])
+    box.word, (box.a, box.b, box.c), box.neighbours, box.answer = word_box, boxes, neighbours, answer
     return box

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The course's word2vec trainer against gensim's ``Word2Vec``, on the same corpus, in one run.
+
+Both train skip-gram with negative sampling with the same settings (dimension, window, negatives,
+epochs, min_count, subsampling threshold, initial and final learning rate) and two threads each
+(``torch.set_num_threads(2)``; gensim ``workers=2``), from the same list of tokenised sentences: the
+bundled Austen + Shakespeare + King James Bible, about 2.4 million words. The wall time of each
+includes building its vocabulary. Both sets of vectors are then evaluated by the same code
+(``nlpcourse.vectors``, gensim's evaluation sets): analogy accuracy (3CosAdd) on the covered
+questions of ``questions-words.txt``, Spearman correlation on WordSim-353 and SimLex-999.
+
+Prints a table with the ratio course / gensim of every number. Targets: analogy accuracy at least
+gensim's (ratio >= 1), wall time at most 1.5 x gensim's.
+
+    .venv/bin/python benchmarks/word2vec.py [--runs 3] [--json FILE] [--max-tokens N] [--epochs E]
+
+``--json FILE`` writes ``{"course": {...}, "gensim": {...}, "ratio": {...}, "setup": {...}}`` with the
+keys ``analogy_accuracy``, ``ws353_spearman``, ``simlex_spearman``, ``wall_s``, ``words_per_s`` in
+``course`` and ``gensim``. With ``--runs N`` each trainer runs N times (alternating, seeds 0..N-1):
+the wall time is the median, the quality numbers the mean.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from nlpcourse.data.word_corpus import bundled_sentences, build_word_corpus  # noqa: E402
+from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig  # noqa: E402
+from nlpcourse.vectors import WordVectors, evaluate_analogies, evaluate_similarity  # noqa: E402
+
+KEYS = ("analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s")
+
+
+def evaluate(wv: WordVectors) -> dict[str, float]:
+    add = evaluate_analogies(wv, "3CosAdd")
+    return {"analogy_accuracy": add.accuracy, "analogy_covered": add.covered,
+            "ws353_spearman": evaluate_similarity(wv, "wordsim353").spearman,
+            "simlex_spearman": evaluate_similarity(wv, "simlex999").spearman}
+
+
+def run_course(sentences, cfg: Word2VecConfig, min_count: int) -> tuple[WordVectors, float]:
+    start = time.perf_counter()
+    corpus = build_word_corpus(sentences, min_count=min_count)
+    model = Word2Vec(cfg, corpus, device="cpu")
+    model.fit(corpus, progress=False)
+    return model.vectors(), time.perf_counter() - start
+
+
+def run_gensim(sentences, cfg: Word2VecConfig, min_count: int, threads: int) -> tuple[WordVectors, float]:
+    from gensim.models import Word2Vec as GensimWord2Vec
+
+    start = time.perf_counter()
+    model = GensimWord2Vec(sentences, sg=1, vector_size=cfg.dim, window=cfg.window, negative=cfg.negatives,
+                           ns_exponent=cfg.noise_power, sample=cfg.sample, epochs=cfg.epochs, min_count=min_count,
+                           alpha=cfg.lr, min_alpha=cfg.min_lr, workers=threads, seed=cfg.seed)
+    return WordVectors.from_gensim(model.wv), time.perf_counter() - start
+
+
+def summarise(runs: list[dict], words: int, epochs: int) -> dict[str, float]:
+    out = {k: statistics.fmean(r[k] for r in runs) for k in ("analogy_accuracy", "ws353_spearman", "simlex_spearman")}
+    out["analogy_covered"] = runs[0]["analogy_covered"]
+    out["wall_s"] = statistics.median(r["wall_s"] for r in runs)
+    out["words_per_s"] = words * epochs / out["wall_s"]
+    out["runs"] = runs
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=1, help="runs of each trainer (median time, mean quality)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--max-tokens", type=int, default=None, help="use only the first N words of the corpus")
+    p.add_argument("--threads", type=int, default=2, help="threads for each trainer (default 2)")
+    p.add_argument("--json", type=Path, default=None, help="also write the results to this file")
+    args = p.parse_args(argv)
+    logging.getLogger("gensim").setLevel(logging.WARNING)
+    torch.set_num_threads(args.threads)
+
+    sentences = bundled_sentences(max_tokens=args.max_tokens)
+    words = sum(len(s) for s in sentences)
+    min_count = 5
+    results: dict[str, list[dict]] = {"course": [], "gensim": []}
+    for seed in range(args.runs):
+        cfg = Word2VecConfig(epochs=args.epochs, seed=seed)
+        for name in ("course", "gensim") if seed % 2 == 0 else ("gensim", "course"):
+            if name == "course":
+                wv, seconds = run_course(sentences, cfg, min_count)
+            else:
+                wv, seconds = run_gensim(sentences, cfg, min_count, args.threads)
+            row = {**evaluate(wv), "wall_s": seconds, "seed": seed, "vocab_size": len(wv)}
+            results[name].append(row)
+            print(f"run {seed}: {name:6s} {seconds:6.1f} s, analogies {row['analogy_accuracy']:.4f} "
+                  f"({row['analogy_covered']} questions), WS-353 {row['ws353_spearman']:.3f}, "
+                  f"SimLex {row['simlex_spearman']:.3f}", flush=True)
+    course = summarise(results["course"], words, args.epochs)
+    gensim = summarise(results["gensim"], words, args.epochs)
+    ratio = {k: course[k] / gensim[k] if gensim[k] else float("nan") for k in KEYS}
+
+    import gensim as gensim_pkg
+
+    setup = {"corpus_words": words, "sentences": len(sentences), "epochs": args.epochs, "runs": args.runs,
+             "threads": args.threads, "dim": 100, "window": 5, "negatives": 5, "min_count": min_count,
+             "sample": 1e-3, "torch": torch.__version__, "gensim": gensim_pkg.__version__,
+             "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+             "date": time.strftime("%Y-%m-%d")}
+    print()
+    print(f"skip-gram, {words:,} words, {args.epochs} epochs, {args.threads} threads each, {args.runs} run(s)")
+    print(f"{'':22s} {'course':>10s} {'gensim':>10s} {'course/gensim':>14s}")
+    for k, fmt in (("analogy_accuracy", "{:.4f}"), ("ws353_spearman", "{:.3f}"), ("simlex_spearman", "{:.3f}"),
+                   ("wall_s", "{:.1f}"), ("words_per_s", "{:,.0f}")):
+        print(f"{k:22s} {fmt.format(course[k]):>10s} {fmt.format(gensim[k]):>10s} {ratio[k]:>14.2f}")
+    verdict_acc = "met" if ratio["analogy_accuracy"] >= 1 else "NOT met"
+    verdict_time = "met" if ratio["wall_s"] <= 1.5 else "NOT met"
+    print(f"targets: accuracy >= gensim's: {verdict_acc}; wall time <= 1.5 x gensim's: {verdict_time}")
+    report = {"course": course, "gensim": gensim, "ratio": ratio, "setup": setup}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""word2vec: skip-gram and CBOW with negative sampling (Mikolov et al., 2013a,b), batched in PyTorch.
+
+Shapes: V vocabulary, D vector size, n centre positions in a batch, C = 2 * window context slots of a
+centre (padded), K negatives per centre.
+
+Two matrices are learned: ``W_in`` (V, D), the *input* vectors (the word vectors we keep), and
+``W_out`` (V, D), the *output* vectors that score a word as the target of a prediction.
+
+* **Skip-gram** predicts the centre word from each context word: for a context word ``o`` around
+  centre ``c`` with noise words ``n_1..n_K`` the loss is
+  ``-log σ(W_out[c]·W_in[o]) - Σ_k log σ(-W_out[n_k]·W_in[o])`` (Mikolov et al. 2013b, eq. 4; the
+  roles of centre and context are those of the original C tool and of gensim).
+* **CBOW** predicts the centre word from the *mean* of its context vectors ``h``:
+  ``-log σ(W_out[c]·h) - Σ_k log σ(-W_out[n_k]·h)``.
+
+The trainer updates both matrices by plain SGD, with gradients written out by hand (no autograd: it is
+three matrix products per batch), a learning rate that decays linearly to ``min_lr``, subsampling of
+frequent words and a dynamic window, as in the C tool. Two things differ, because a batch of ``n``
+centres is updated at once rather than one pair at a time:
+
+* the K noise words are drawn once per centre and shared by all its context words (Ji et al., 2016),
+  which turns the scoring into a small matrix product per centre;
+* a row that a batch uses more than ``max_row_repeats`` times (a frequent word drawn as noise again
+  and again) gets its summed update scaled down to that many uses. One pair at a time, each of those
+  updates would see the row already moved by the previous ones; summed, they would all push from the
+  same stale position and overshoot.
+
+This module holds the course's reference trainer. The assignment asks students to write the pieces
+(pairs, noise, losses) themselves, one function at a time.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+from ..data.word_corpus import WordCorpus
+from ..device import get_device
+from ..history import History
+from ..vectors import WordVectors
+
+ARCHITECTURES = ("skipgram", "cbow")
+
+
+@dataclass
+class Word2VecConfig:
+    """Everything that decides a training run (defaults: those of the C tool and of gensim)."""
+
+    architecture: str = "skipgram"  # "skipgram" (predict the centre from each context word) or "cbow" (from their mean)
+    dim: int = 100  # D: size of each word vector
+    window: int = 5  # largest context radius; each centre draws its radius uniformly from 1..window
+    negatives: int = 5  # K: noise words per centre
+    noise_power: float = 0.75  # noise distribution: unigram counts to this power, normalised
+    sample: float = 1e-3  # subsampling threshold t: frequent words are dropped at random (0: keep all)
+    epochs: int = 5  # passes over the corpus
+    lr: float = 0.025  # initial learning rate, decayed linearly to min_lr over the whole run
+    min_lr: float = 1e-4  # final learning rate
+    batch_size: int = 2048  # n: centre positions updated together
+    max_row_repeats: int = 64  # a row used more often than this in one batch has its update scaled to this many uses
+    seed: int = 0  # seeds the initialisation, subsampling, windows and noise draws
+    noise_table_size: int = 10_000_000  # entries of the table the noise words are drawn from (as in the C tool)
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+        for name in ("dim", "window", "negatives", "epochs", "batch_size", "max_row_repeats", "noise_table_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Word2VecConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
+        if self.sample < 0:
+            raise ValueError(f"Word2VecConfig.sample must be >= 0, got {self.sample}")
+
+
+def keep_probability(counts: torch.Tensor, sample: float) -> torch.Tensor:
+    """(V,) probability of keeping each occurrence of a word, the C tool's (and gensim's) rule
+    ``(sqrt(f/t) + 1) * t/f`` with ``f`` the word's share of the corpus and ``t = sample`` (the paper,
+    Mikolov et al. 2013b, gives the simpler ``sqrt(t/f)``). ``sample = 0`` keeps everything."""
+    if sample <= 0:
+        return torch.ones(len(counts), dtype=torch.float64)
+    ratio = counts.double() / (sample * counts.sum().double())  # f / t
+    return ((ratio.sqrt() + 1) / ratio).clamp(max=1.0).nan_to_num(1.0)
+
+
+class Word2Vec:
+    """A word2vec model on ``device``: its two matrices and the training loop.
+
+    >>> model = Word2Vec(Word2VecConfig(epochs=1), corpus)   # doctest: +SKIP
+    >>> history = model.fit(corpus)                           # doctest: +SKIP
+    >>> vectors = model.vectors()                             # the input vectors, as WordVectors
+    """
+
+    def __init__(self, config: Word2VecConfig, corpus: WordCorpus, device: str | torch.device | None = None):
+        self.config = config
+        self.device = device if isinstance(device, torch.device) else get_device(device)
+        self.words = list(corpus.words)
+        self.counts = corpus.counts.clone()
+        V, D = len(self.words), config.dim
+        self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
+        init = torch.Generator().manual_seed(config.seed)
+        # as gensim: input vectors uniform in (-1/D, 1/D), output vectors zero
+        self.W_in = ((torch.rand(V, D, generator=init) * 2 - 1) / D).to(self.device)  # (V,D)
+        self.W_out = torch.zeros(V, D, device=self.device)  # (V,D)
+        noise = self.counts.double() ** config.noise_power
+        # the C tool's unigram table: word w fills a share noise[w] / sum(noise) of its entries
+        self.noise_table = torch.multinomial(noise / noise.sum(), config.noise_table_size, replacement=True,
+                                             generator=init).to(torch.int32).to(self.device)
+        self.keep = keep_probability(self.counts, config.sample).float().to(self.device)  # (V,)
+
+    # ------------------------------------------------------------------ one batch
+
+    def _contexts(self, ids: torch.Tensor, sent: torch.Tensor, radius: torch.Tensor, centres: torch.Tensor):
+        """Context slots of ``centres`` (positions into ``ids``): ``(context ids (n,C), valid (n,C) bool)``."""
+        W = self.config.window
+        offsets = torch.cat([torch.arange(-W, 0), torch.arange(1, W + 1)]).to(ids.device)  # (C,)
+        pos = centres[:, None] + offsets  # (n,1) + (C,) -> (n,C)
+        inside = (pos >= 0) & (pos < len(ids))
+        pos = pos.clamp(0, len(ids) - 1)
+        valid = inside & (offsets.abs() <= radius[centres, None]) & (sent[pos] == sent[centres, None])  # (n,C)
+        return ids[pos], valid
+
+    def _damping(self, rows: torch.Tensor, uses: torch.Tensor) -> torch.Tensor:
+        """Scale for the update of each entry of ``rows``: 1, or ``max_row_repeats / uses`` for a word
+        whose ``uses`` in this batch add up to more than ``max_row_repeats``."""
+        m = float(self.config.max_row_repeats)
+        count = torch.bincount(rows.reshape(-1), weights=uses.reshape(-1).float(), minlength=len(self.words))  # (V,)
+        return (m / count.clamp(min=m))[rows]  # shaped like rows
+
+    def _step(self, context: torch.Tensor, valid: torch.Tensor, centre: torch.Tensor, lr: float) -> torch.Tensor:
+        """One SGD step on a batch; returns the batch's summed loss (a 0-d tensor)."""
+        n, K, D = len(centre), self.config.negatives, self.config.dim
+        draw = torch.randint(len(self.noise_table), (n * K,), generator=self.generator, device=centre.device)
+        negatives = self.noise_table[draw].long().view(n, K)  # (n,K)
+        targets = torch.cat([centre[:, None], negatives], dim=1)  # (n,1+K): column 0 is the true word
+        # a noise word that happens to be the true word is skipped, as in the C tool
+        use = torch.cat([torch.ones_like(centre[:, None], dtype=torch.bool), negatives != centre[:, None]], 1)
+        sign = torch.full((1, K + 1), -1.0, device=centre.device)
+        sign[0, 0] = 1.0  # +1 for the true word, -1 for noise: the loss is -log σ(sign * score)
+        U = self.W_out[targets]  # (n,1+K,D)
+        if self.config.architecture == "skipgram":
+            X = self.W_in[context]  # (n,C,D): one input vector per context slot
+            scores = torch.bmm(X, U.transpose(1, 2))  # (n,C,D) x (n,D,1+K) -> (n,C,1+K)
+            weight = (valid[:, :, None] & use[:, None, :]).float()  # (n,C,1+K)
+            signed = scores * sign
+            loss = -(torch.nn.functional.logsigmoid(signed) * weight).sum()
+            # minus the gradient of the loss wrt the scores, times lr: sign * σ(-sign * score)
+            G = torch.sigmoid(-signed) * sign * weight * lr  # (n,C,1+K)
+            s_in = self._damping(context, valid * use.sum(1, keepdim=True))  # (n,C)
+            s_out = self._damping(targets, weight.sum(1))  # (n,1+K)
+            dX = torch.bmm(G * s_in[:, :, None], U)  # (n,C,1+K) x (n,1+K,D) -> (n,C,D)
+            dU = torch.bmm((G * s_out[:, None, :]).transpose(1, 2), X)  # (n,1+K,C) x (n,C,D) -> (n,1+K,D)
+        else:  # cbow
+            size = valid.sum(1, keepdim=True).clamp(min=1)  # (n,1) context words per centre
+            X = self.W_in[context] * valid[:, :, None]  # (n,C,D), padding zeroed
+            h = X.sum(1) / size  # (n,D): mean of the context vectors
+            scores = torch.bmm(U, h[:, :, None]).squeeze(2)  # (n,1+K,D) x (n,D,1) -> (n,1+K)
+            weight = (use & valid.any(1, keepdim=True)).float()  # (n,1+K)
+            signed = scores * sign
+            loss = -(torch.nn.functional.logsigmoid(signed) * weight).sum()
+            G = torch.sigmoid(-signed) * sign * weight * lr  # (n,1+K)
+            s_in = self._damping(context, valid)  # (n,C)
+            s_out = self._damping(targets, weight)  # (n,1+K)
+            dh = torch.bmm(G[:, None, :], U).squeeze(1)  # (n,1,1+K) x (n,1+K,D) -> (n,D)
+            dX = dh[:, None, :] * (valid * s_in / size)[:, :, None]  # (n,C,D): each context word's share
+            dU = (G * s_out)[:, :, None] * h[:, None, :]  # (n,1+K,1) * (n,1,D) -> (n,1+K,D)
+        self.W_in.index_add_(0, context.reshape(-1), dX.reshape(-1, D))
+        self.W_out.index_add_(0, targets.reshape(-1), dU.reshape(-1, D))
+        return loss
+
+    # ------------------------------------------------------------------ training
+
+    def fit(self, corpus: WordCorpus, progress: bool | None = None, reports: int = 50,
+            on_report: Callable[[dict], None] | None = None) -> History:
+        """Train on ``corpus`` for ``config.epochs`` epochs; returns a History with ``reports`` entries
+        of ``loss`` (mean loss per training pair since the previous report), ``lr`` and ``words``."""
+        if corpus.words != self.words:
+            raise ValueError("fit: the corpus has another vocabulary than the one this model was built for")
+        if len(corpus) == 0:
+            raise ValueError("fit: the corpus has no tokens")
+        from tqdm.auto import tqdm
+
+        from ..train import _progress_default
+
+        cfg = self.config
+        ids, sent = corpus.ids.to(self.device), corpus.sentence.to(self.device)
+        total = len(ids) * cfg.epochs  # learning-rate schedule: by raw tokens, as the C tool
+        every = max(1, total // max(1, reports))
+        history = History()
+        done, next_report, loss_sum, pairs = 0, every, 0.0, 0
+        start = time.perf_counter()
+        bar = tqdm(total=total, unit="word", unit_scale=True, disable=not _progress_default(progress),
+                   desc=f"word2vec {cfg.architecture}")
+        for epoch in range(cfg.epochs):
+            kept = torch.rand(len(ids), generator=self.generator, device=self.device) < self.keep[ids]
+            e_ids, e_sent = ids[kept], sent[kept]  # subsampled tokens: their windows reach further
+            N = len(e_ids)
+            radius = torch.randint(1, cfg.window + 1, (N,), generator=self.generator, device=self.device)
+            for s in range(0, N, cfg.batch_size):
+                centres = torch.arange(s, min(s + cfg.batch_size, N), device=self.device)
+                progress_words = done + s / N * len(ids)
+                lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * progress_words / total)
+                context, valid = self._contexts(e_ids, e_sent, radius, centres)
+                loss = self._step(context, valid, e_ids[centres], lr)
+                loss_sum += float(loss)
+                pairs += int(valid.sum()) * (1 + cfg.negatives) if cfg.architecture == "skipgram" \
+                    else int(valid.any(1).sum()) * (1 + cfg.negatives)
+                words_now = done + (s + len(centres)) / N * len(ids)
+                bar.update(int(words_now) - bar.n)
+                if words_now >= next_report or (epoch == cfg.epochs - 1 and s + cfg.batch_size >= N):
+                    row = {"loss": loss_sum / max(pairs, 1), "lr": lr, "words": int(words_now), "epoch": epoch}
+                    history.log(**row)
+                    if on_report is not None:
+                        on_report(row)
+                    loss_sum, pairs = 0.0, 0
+                    next_report += every
+            done += len(ids)
+        bar.close()
+        self.seconds = time.perf_counter() - start
+        if not bool(torch.isfinite(self.W_in).all()):
+            raise FloatingPointError("word2vec diverged (non-finite vectors): lower lr or batch_size")
+        return history
+
+    def vectors(self) -> WordVectors:
+        """The input vectors ``W_in`` (the word vectors word2vec keeps), on the CPU."""
+        return WordVectors(self.words, self.W_in.detach().cpu().clone())
+
+    def state(self) -> dict:
+        return {"config": asdict(self.config), "words": self.words, "counts": self.counts,
+                "W_in": self.W_in.cpu(), "W_out": self.W_out.cpu()}
+
+
+def train_word2vec(corpus: WordCorpus, config: Word2VecConfig | None = None,
+                   device: str | torch.device | None = "cpu", progress: bool | None = None) -> tuple[Word2Vec, History]:
+    """Build and train a model; returns ``(model, history)``."""
+    model = Word2Vec(config or Word2VecConfig(), corpus, device)
+    history = model.fit(corpus, progress=progress)
+    return model, history
+
+
+def full_softmax_flops(vocab_size: int, dim: int) -> int:
+    """Multiply-adds to score one (centre, context) pair with a full softmax: every output vector."""
+    return vocab_size * dim
+
+
+def negative_sampling_flops(negatives: int, dim: int) -> int:
+    """Multiply-adds to score one pair with negative sampling: the true word and K noise words."""
+    return (1 + negatives) * dim
+
+
+def expected_context_size(window: int) -> float:
+    """Mean number of context words per centre with a dynamic window (radius uniform in 1..window),
+    ignoring sentence boundaries: 2 * (window + 1) / 2."""
+    return float(window + 1)
+
+
+__all__ = ["ARCHITECTURES", "Word2VecConfig", "Word2Vec", "keep_probability", "train_word2vec",
+           "full_softmax_flops", "negative_sampling_flops", "expected_context_size"]

@@ -1,0 +1,91 @@
+"""Unit tests of the grader's defences that need no kernel: forbidden names behind IPython syntax,
+recordings that are links, and answer cells missing from both the submission and the release."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from grader.notebook import CODE_STUB, forbidden_uses, merge
+from grader.worker import _load_recording
+
+AUTOGRAD = ("torch.autograd", ".backward")
+
+
+@pytest.mark.parametrize("cells", [
+    ["%time y = 1\nimport torch\ng = torch.autograd.grad(y, x)"],  # a magic no longer hides the cell
+    ["def broken(:\n    pass", "g = torch.autograd.grad(y, x)"],  # nor does another cell's syntax error
+    ["%time g = torch.autograd.grad(y, x)"],  # code inside a line magic
+    ["%%timeit\nloss.backward()"],  # code inside a cell magic
+    ["!echo hi\nexec('import torch.autograd as ag')"],  # code in an exec string, after a shell escape
+    ["eval(\"torch.autograd.grad(y, x)\")"],
+])
+def test_forbidden_names_are_found_through_ipython_syntax(cells):
+    assert forbidden_uses(cells, AUTOGRAD), cells
+
+
+def test_forbidden_names_allow_the_students_own_code():
+    assert forbidden_uses(["%time z = x @ w\ndef backward(dz):\n    return dz"], AUTOGRAD) == []
+
+
+def _recording(folder: Path, values) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(values, folder / "part.pt")
+    return folder / "part.pt"
+
+
+def test_recording_is_read_when_it_is_a_plain_file(tmp_path):
+    path = _recording(tmp_path / "outputs", [{"ok": True, "value": torch.ones(2)}])
+    data, why = _load_recording(path)
+    assert why == "" and data[0]["ok"]
+
+
+def test_recording_that_is_a_link_is_not_read(tmp_path):
+    """A kernel could link its recording to another student's: the grader, outside the sandbox, would read it."""
+    other = _recording(tmp_path / "other" / "outputs", [{"ok": True, "value": torch.ones(2)}])
+    mine = tmp_path / "mine" / "outputs"
+    mine.mkdir(parents=True)
+    os.symlink(other, mine / "part.pt")
+    data, why = _load_recording(mine / "part.pt")
+    assert data is None and "not a regular file" in why
+
+
+def test_recordings_in_a_replaced_outputs_folder_are_not_read(tmp_path):
+    other = _recording(tmp_path / "other" / "outputs", [{"ok": True, "value": torch.ones(2)}])
+    kernel = tmp_path / "mine"
+    kernel.mkdir()
+    os.symlink(other.parent, kernel / "outputs")
+    data, why = _load_recording(kernel / "outputs" / "part.pt")
+    assert data is None and "replaced" in why
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_recording_that_is_a_pipe_is_not_read_and_does_not_block(tmp_path):
+    (tmp_path / "outputs").mkdir()
+    os.mkfifo(tmp_path / "outputs" / "part.pt")
+    data, why = _load_recording(tmp_path / "outputs" / "part.pt")
+    assert data is None and "regular file" in why
+
+
+def _nb(*cells):
+    nb = nbformat.v4.new_notebook()
+    for gid, solution, src in cells:
+        cell = nbformat.v4.new_code_cell(src)
+        cell.metadata["nbgrader"] = {"grade_id": gid, "solution": solution, "grade": False, "locked": not solution}
+        nb.cells.append(cell)
+    return nb
+
+
+def test_missing_answer_never_runs_the_instructors_solution():
+    """An answer cell that the submission and a stale release both lack gets nbgrader's stub."""
+    source = _nb(("setup", False, "import torch"), ("answer", True, "def f():\n    return 42  # the solution"))
+    stale_release = _nb(("setup", False, "import torch"))
+    student = _nb(("setup", False, "import torch"))
+    merged, report = merge(source, stale_release, student)
+    answer = next(c for c in merged.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer")
+    assert answer.source == CODE_STUB
+    assert "42" not in "".join(c.source for c in merged.cells)
+    assert report["missing"] == ["answer"]

@@ -1,0 +1,407 @@
+"""The word-vector library: the corpus, the word2vec trainer, PPMI + SVD, the word2vec file format,
+the evaluations, the explorer widget, the training script and the benchmark.
+
+The trainer's hand-written update is checked against autograd on the loss it claims to minimise; its
+windows against a brute-force loop; its quality on a corpus with a planted structure.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nlpcourse.data.word_corpus import WordCorpus, build_word_corpus, bundled_sentences, words_only
+from nlpcourse.errors import DataError
+from nlpcourse.models.ppmi_svd import cooccurrence, ppmi, ppmi_svd_vectors
+from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig, keep_probability
+from nlpcourse.vectors import WordVectors, evaluate_analogies, evaluate_similarity, evaluation_path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINT = ROOT / "data" / "checkpoints" / "word2vec_sg.bin"
+
+
+# ------------------------------------------------------------------ a corpus with a planted structure
+
+
+def planted_sentences(n: int = 3000, seed: int = 0) -> list[list[str]]:
+    """Sentences of 8 words, each drawn from one of two topics (a0..a9 or b0..b9), plus a shared
+    filler word: words of the same topic share contexts, words of different topics never do."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        topic = "ab"[int(torch.randint(2, (1,), generator=g))]
+        words = [f"{topic}{int(i)}" for i in torch.randint(10, (7,), generator=g)]
+        out.append(words[:3] + ["the"] + words[3:])
+    return out
+
+
+@pytest.fixture(scope="module")
+def planted() -> WordCorpus:
+    return build_word_corpus(planted_sentences(), min_count=1)
+
+
+def small_config(**kw) -> Word2VecConfig:
+    return Word2VecConfig(**{"dim": 16, "epochs": 3, "batch_size": 256, "sample": 0.0, "lr": 0.05,
+                             "noise_table_size": 100_000, **kw})
+
+
+# ------------------------------------------------------------------ corpus
+
+
+def test_corpus_counts_ids_and_sentences():
+    c = build_word_corpus([["a", "b", "a"], ["c", "a"], ["b", "rare"]], min_count=2)
+    assert c.words == ["a", "b"]  # most frequent first; rare words and c dropped
+    assert c.counts.tolist() == [3, 2]
+    assert c.ids.tolist() == [0, 1, 0, 0, 1]
+    assert c.sentence.tolist() == [0, 0, 0, 1, 2]
+    assert c.raw_tokens == 7 and len(c) == 5
+    assert c.encode(["b", "a"]).tolist() == [1, 0]
+    with pytest.raises(KeyError, match="'zebra'"):
+        c.encode(["zebra"])
+
+
+def test_corpus_bad_input_names_the_problem():
+    with pytest.raises(DataError, match="empty"):
+        build_word_corpus([[], []])
+    with pytest.raises(DataError, match="min_count=10"):
+        build_word_corpus([["a", "b"]], min_count=10)
+    with pytest.raises(ValueError, match="min_count"):
+        build_word_corpus([["a"]], min_count=0)
+
+
+def test_bundled_sentences_are_lowercase_words():
+    sents = bundled_sentences(["austen"], max_tokens=5000)
+    assert 0 < sum(map(len, sents)) <= 5000
+    assert all(w == w.lower() and w[0].isalnum() for s in sents for w in s)
+    assert words_only(["well", ",", "don't", "!", "1811"]) == ["well", "don't", "1811"]
+
+
+# ------------------------------------------------------------------ subsampling, windows
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(1, 10**6), min_size=2, max_size=50), st.sampled_from([1e-3, 1e-4, 1e-5]))
+def test_keep_probability_is_a_probability_that_falls_with_frequency(counts, t):
+    c = torch.tensor(counts)
+    p = keep_probability(c, t)
+    assert ((p > 0) & (p <= 1)).all()
+    order = torch.argsort(c)
+    assert (p[order].diff() <= 1e-12).all()  # more frequent: kept less often
+    f = c.double() / c.sum()
+    assert (p[f <= t] == 1).all()  # words rarer than t are always kept
+
+
+def test_keep_probability_zero_sample_keeps_everything():
+    assert (keep_probability(torch.tensor([5, 1000]), 0.0) == 1).all()
+
+
+def brute_force_contexts(ids, sent, radius, centre):
+    return sorted(j for j in range(len(ids)) if j != centre and abs(j - centre) <= radius[centre]
+                  and sent[j] == sent[centre])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=40), st.integers(0, 2**31 - 1))
+def test_windows_respect_radius_and_sentences(sentence_lengths, seed):
+    g = torch.Generator().manual_seed(seed)
+    sent = torch.cat([torch.full((n,), k) for k, n in enumerate(sentence_lengths)])
+    ids = torch.randint(5, (len(sent),), generator=g)
+    corpus = build_word_corpus([["w0", "w1", "w2", "w3", "w4"]], min_count=1)
+    model = Word2Vec(small_config(window=4, noise_table_size=100), corpus)
+    radius = torch.randint(1, 5, (len(ids),), generator=g)
+    centres = torch.arange(len(ids))
+    context, valid = model._contexts(ids, sent, radius, centres)  # (n,C)
+    offsets = [o for o in range(-4, 5) if o]
+    for i in range(len(ids)):
+        got = sorted(i + offsets[k] for k in range(len(offsets)) if valid[i, k])
+        assert got == brute_force_contexts(ids.tolist(), sent.tolist(), radius.tolist(), i)
+        assert all(context[i, k] == ids[i + offsets[k]] for k in range(len(offsets)) if valid[i, k])
+
+
+# ------------------------------------------------------------------ the update is SGD on the loss
+
+
+@pytest.mark.parametrize("architecture", ["skipgram", "cbow"])
+def test_hand_written_update_is_sgd_on_the_negative_sampling_loss(planted, architecture):
+    """One batch: W_new = W - lr * d(loss)/dW, with the loss of the module docstring and the same noise
+    words, by autograd (no row repeats enough to be damped)."""
+    cfg = small_config(architecture=architecture, dim=6, negatives=3, max_row_repeats=10**9)
+    model = Word2Vec(cfg, planted)
+    n, lr = 40, 0.1
+    g = torch.Generator().manual_seed(1)
+    radius = torch.randint(1, cfg.window + 1, (len(planted),), generator=g)
+    centres = torch.arange(100, 100 + n)
+    context, valid = model._contexts(planted.ids, planted.sentence, radius, centres)
+    centre = planted.ids[centres]
+    model.W_out = torch.randn(model.W_out.shape, generator=g) * 0.3  # not all zero, so every term matters
+    W_in, W_out = model.W_in.double().clone().requires_grad_(), model.W_out.double().clone().requires_grad_()
+    state = model.generator.get_state()
+    draws = torch.randint(len(model.noise_table), (n * cfg.negatives,), generator=model.generator)
+    negatives = model.noise_table[draws].long().view(n, cfg.negatives)
+    model.generator.set_state(state)
+    logsig = torch.nn.functional.logsigmoid
+    loss = torch.zeros((), dtype=torch.float64)
+    for i in range(n):
+        if architecture == "skipgram":
+            inputs = [W_in[context[i, k]] for k in range(context.shape[1]) if valid[i, k]]
+        else:
+            members = [W_in[context[i, k]] for k in range(context.shape[1]) if valid[i, k]]
+            inputs = [torch.stack(members).mean(0)] if members else []
+        for x in inputs:
+            loss = loss - logsig(W_out[centre[i]] @ x)
+            for k in range(cfg.negatives):
+                if negatives[i, k] != centre[i]:
+                    loss = loss - logsig(-W_out[negatives[i, k]] @ x)
+    d_in, d_out = torch.autograd.grad(loss, (W_in, W_out))
+    got_loss = model._step(context, valid, centre, lr)
+    assert float(got_loss) == pytest.approx(float(loss.detach()), rel=1e-4)
+    torch.testing.assert_close(model.W_in.double(), (W_in - lr * d_in).detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(model.W_out.double(), (W_out - lr * d_out).detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_damping_scales_only_rows_used_too_often(planted):
+    model = Word2Vec(small_config(max_row_repeats=4), planted)
+    rows = torch.tensor([[0, 1], [0, 2], [0, 1], [0, 3], [0, 3]])
+    uses = torch.ones(5, 2)
+    scale = model._damping(rows, uses)
+    assert torch.allclose(scale[:, 0], torch.full((5,), 4 / 5))  # word 0: 5 uses, scaled to 4
+    assert (scale[:, 1] == 1).all()
+
+
+# ------------------------------------------------------------------ training
+
+
+def test_training_is_deterministic_and_learns_the_planted_topics(planted):
+    runs = []
+    for _ in range(2):
+        model = Word2Vec(small_config(), planted)
+        history = model.fit(planted, progress=False)
+        runs.append((model.W_in.clone(), history))
+    assert torch.equal(runs[0][0], runs[1][0])
+    loss = runs[0][1]["loss"]
+    assert loss[-1] < 0.8 * loss[0]
+    wv = WordVectors(planted.words, runs[0][0])
+    E = wv.unit()
+    a = [wv.index[f"a{i}"] for i in range(10)]
+    b = [wv.index[f"b{i}"] for i in range(10)]
+    within = (E[a] @ E[a].T).mean() + (E[b] @ E[b].T).mean()
+    across = 2 * (E[a] @ E[b].T).mean()
+    assert within - across > 0.5, (within, across)
+    assert all(w.startswith("a") for w, _ in wv.nearest("a3", 5))
+
+
+def test_cbow_trains_too(planted):
+    model = Word2Vec(small_config(architecture="cbow"), planted)
+    history = model.fit(planted, progress=False)
+    assert history["loss"][-1] < history["loss"][0]
+    assert all(w.startswith("b") for w, _ in model.vectors().nearest("b1", 5))
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="architecture"):
+        Word2VecConfig(architecture="glove")
+    with pytest.raises(ValueError, match="negatives"):
+        Word2VecConfig(negatives=0)
+    with pytest.raises(ValueError, match="min_lr"):
+        Word2VecConfig(lr=0.01, min_lr=0.1)
+
+
+def test_fit_rejects_another_vocabulary(planted):
+    other = build_word_corpus([["x", "y", "x"]], min_count=1)
+    model = Word2Vec(small_config(), planted)
+    with pytest.raises(ValueError, match="vocabulary"):
+        model.fit(other, progress=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_trains_on_cuda(planted):
+    model = Word2Vec(small_config(), planted, device="cuda")
+    model.fit(planted, progress=False)
+    assert model.W_in.is_cuda and bool(torch.isfinite(model.W_in).all())
+
+
+# ------------------------------------------------------------------ PPMI + SVD
+
+
+def test_cooccurrence_matches_a_brute_force_count():
+    sents = [["a", "b", "c", "a"], ["b", "a"], ["c"]]
+    corpus = build_word_corpus(sents, min_count=1)
+    M = cooccurrence(corpus, window=2).to_dense()
+    expected = torch.zeros_like(M)
+    for s in sents:
+        for i, w in enumerate(s):
+            for j in range(max(0, i - 2), min(len(s), i + 3)):
+                if j != i:
+                    expected[corpus.index[w], corpus.index[s[j]]] += 1
+    assert torch.equal(M, expected)
+    assert torch.equal(M, M.T)
+
+
+def test_ppmi_is_positive_and_svd_vectors_separate_the_topics(planted):
+    P = ppmi(cooccurrence(planted, window=3))
+    assert (P.values() > 0).all()
+    wv = ppmi_svd_vectors(planted, dim=4, window=3, vocab_size=21)
+    assert wv.vectors.shape == (21, 4)
+    assert all(w.startswith("a") for w, _ in wv.nearest("a5", 4))
+
+
+# ------------------------------------------------------------------ the word2vec format
+
+
+@pytest.mark.parametrize("name,binary", [("v.bin", True), ("v.txt", False), ("v.bin.gz", True)])
+def test_word2vec_format_round_trip_and_gensim_reads_it(tmp_path, name, binary):
+    from gensim.models import KeyedVectors
+
+    wv = WordVectors(["the", "darcy's", "well-known", "été"], torch.randn(4, 7))
+    path = wv.save(tmp_path / name, binary=binary)
+    back = WordVectors.load(path)
+    assert back.words == wv.words
+    torch.testing.assert_close(back.vectors, wv.vectors, rtol=1e-5, atol=1e-6)
+    kv = KeyedVectors.load_word2vec_format(str(path), binary=binary)
+    assert list(kv.index_to_key) == wv.words
+    torch.testing.assert_close(torch.from_numpy(kv.vectors), wv.vectors, rtol=1e-5, atol=1e-6)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_word2vec_format_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="white space"):
+        WordVectors(["new york"], torch.zeros(1, 2)).save(tmp_path / "x.bin")
+    with pytest.raises(DataError, match="no word-vector file"):
+        WordVectors.load(tmp_path / "missing.bin")
+    (tmp_path / "cut.bin").write_bytes(b"3 4\nabc " + b"\0" * 5)
+    with pytest.raises(DataError, match="cut.bin"):
+        WordVectors.load(tmp_path / "cut.bin")
+    with pytest.raises(ValueError, match="2 words"):
+        WordVectors(["a", "b"], torch.zeros(3, 2))
+    with pytest.raises(KeyError, match="'zebra'"):
+        WordVectors(["a"], torch.ones(1, 2))["zebra"]
+
+
+# ------------------------------------------------------------------ evaluations
+
+
+def test_analogy_evaluation_on_vectors_built_to_answer(tmp_path):
+    """Vectors where b - a + c is exactly d: every covered question is right, with both methods;
+    a question with an unknown word is not covered."""
+    g = torch.Generator().manual_seed(0)
+    base = {w: torch.randn(16, generator=g) for w in ["man", "king", "paris", "x", "y"]}
+    base["woman"], base["queen"] = base["man"] + 3 * base["x"], base["king"] + 3 * base["x"]
+    base["france"] = base["paris"] + 3 * base["y"]
+    base["london"] = torch.randn(16, generator=g)
+    base["england"] = base["london"] + 3 * base["y"]
+    wv = WordVectors(list(base), torch.stack(list(base.values())))
+    questions = tmp_path / "q.txt"
+    questions.write_text(": family\nman woman king queen\n: capitals\nParis France London England\n"
+                         "Paris France Rome Italy\n")
+    for method in ("3CosAdd", "3CosMul"):
+        r = evaluate_analogies(wv, method, path=questions)
+        assert (r.correct, r.covered, r.total) == (2, 2, 3), method
+        assert r.sections == {"family": (1, 1), "capitals": (1, 1)}
+    with pytest.raises(ValueError, match="3CosAdd"):
+        evaluate_analogies(wv, "cosine", path=questions)
+
+
+def test_evaluation_sets_come_from_gensim():
+    for name in ("analogies", "wordsim353", "simlex999"):
+        assert evaluation_path(name).is_file()
+    with pytest.raises(KeyError, match="men"):
+        evaluation_path("men")
+
+
+@pytest.fixture(scope="module")
+def committed() -> WordVectors:
+    return WordVectors.load(CHECKPOINT)
+
+
+def test_committed_vectors_load_and_their_report_is_reproduced(committed):
+    """The committed vectors: the evaluation in their JSON report is what the evaluation code gives today."""
+    report = json.loads(CHECKPOINT.with_suffix(".json").read_text())
+    assert (len(committed), committed.dim) == (report["vocab_size"], report["config"]["dim"])
+    ws = evaluate_similarity(committed, "wordsim353")
+    assert ws.spearman == pytest.approx(report["similarity"]["wordsim353"]["spearman"], abs=1e-6)
+    add = evaluate_analogies(committed, "3CosAdd")
+    assert add.accuracy == pytest.approx(report["analogies"]["3CosAdd"]["accuracy"], abs=1e-9)
+    assert add.accuracy > 0.08  # the quality the chapter and the benchmark report
+    assert committed.nearest("daughter", 3)[0][0] in {"wife", "sister", "mother", "son"}
+
+
+def test_embedding_explorer_redraws(committed):
+    from nlpcourse.widgets import embedding_explorer
+
+    box = embedding_explorer(committed.first(3000), word="heaven", analogy=("man", "woman", "king"))
+    assert "queen" in box.answer.value
+    box.word.value = "daughter"
+    assert "daughter" in box.neighbours.value and "<table>" in box.neighbours.value
+    box.a.value = "zzzz"
+    assert "Not in the vocabulary" in box.answer.value
+    assert repr(box).startswith("EmbeddingExplorer(")
+    with pytest.raises(ValueError, match="three words"):
+        embedding_explorer(committed, analogy=("a", "b"))
+
+
+# ------------------------------------------------------------------ the script and the benchmark
+
+
+def test_training_script_tiny_run(tmp_path):
+    out = tmp_path / "w.bin"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_word2vec.py"), "--tiny", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wv = WordVectors.load(out)
+    assert wv.dim == 16 and len(wv) > 500
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["config"]["epochs"] == 1 and len(report["history"]["loss"]) > 10
+    assert set(report["analogies"]) == {"3CosAdd", "3CosMul"}
+
+
+def test_benchmark_small_run_writes_the_documented_json(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "word2vec.py"), "--max-tokens", "30000",
+                           "--epochs", "1", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    for side in ("course", "gensim"):
+        for key in ("analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s"):
+            assert isinstance(data[side][key], float), (side, key)
+    assert data["ratio"]["wall_s"] == pytest.approx(data["course"]["wall_s"] / data["gensim"]["wall_s"])
+    assert "course/gensim" in proc.stdout
+
+
+def test_committed_benchmark_table_has_the_documented_keys():
+    data = json.loads((ROOT / "benchmarks" / "results" / "word2vec.json").read_text())
+    for side in ("course", "gensim"):
+        assert {"analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s"} <= set(data[side])
+    assert data["setup"]["corpus_words"] > 2_000_000 and data["setup"]["threads"] == 2
+
+
+def test_library_holds_no_function_named_like_a_graded_part():
+    """nlpcourse never contains the answer to a graded exercise: no public name of the library is the
+    name of a part that an assignment grades."""
+    import importlib
+    import pkgutil
+
+    import nlpcourse
+    from grader.course import assignments, load_assignment, load_reference
+
+    graded = {name for a in assignments() for name in load_reference(load_assignment(a)).PARTS}
+    assert graded
+    public = set()
+    for mod in pkgutil.walk_packages(nlpcourse.__path__, "nlpcourse."):
+        module = importlib.import_module(mod.name)
+        public |= {n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))}
+    assert not graded & public, sorted(graded & public)
+
+
+def test_gzip_helper_reads_what_gzip_wrote(tmp_path):
+    """A .gz vectors file is a real gzip stream (other tools can read it)."""
+    path = WordVectors(["a", "b"], torch.ones(2, 3)).save(tmp_path / "v.txt.gz", binary=False)
+    with gzip.open(path, "rt") as fh:
+        assert fh.readline().strip() == "2 3"
