@@ -332,7 +332,9 @@ def run_case(fn: Callable, case: Case) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are a failed case too
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        if isinstance(exc, NotImplementedError) and not str(exc):
+            return {"ok": False, "error": "NotImplementedError: not implemented yet"}
+        return {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}" if str(exc) else type(exc).__name__}
     devices = set()
     _map(value, lambda t: devices.add(t.device.type))
     try:

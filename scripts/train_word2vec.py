@@ -9,7 +9,7 @@ gensim: 100 dimensions, window 5, 5 negatives, 5 epochs, min_count 5. Writes
   binary=True)``); the CNN chapter initialises its embeddings from them;
 * ``data/checkpoints/word2vec_sg.json``: the config, the training curve, the evaluation and the time.
 
-    python scripts/train_word2vec.py                       # about a minute on 2 CPU cores
+    python scripts/train_word2vec.py                       # about 35 s on 2 CPU cores
     python scripts/train_word2vec.py --tiny --out /tmp/w.bin   # seconds, for tests
 """
 from __future__ import annotations

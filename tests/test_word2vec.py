@@ -116,13 +116,16 @@ def test_windows_respect_radius_and_sentences(sentence_lengths, seed):
     corpus = build_word_corpus([["w0", "w1", "w2", "w3", "w4"]], min_count=1)
     model = Word2Vec(small_config(window=4, noise_table_size=100), corpus)
     radius = torch.randint(1, 5, (len(ids),), generator=g)
-    centres = torch.arange(len(ids))
-    context, valid = model._contexts(ids, sent, radius, centres)  # (n,C)
-    offsets = [o for o in range(-4, 5) if o]
-    for i in range(len(ids)):
-        got = sorted(i + offsets[k] for k in range(len(offsets)) if valid[i, k])
-        assert got == brute_force_contexts(ids.tolist(), sent.tolist(), radius.tolist(), i)
-        assert all(context[i, k] == ids[i + offsets[k]] for k in range(len(offsets)) if valid[i, k])
+    V = corpus.vocab_size
+    for r in range(1, 5):
+        centres = (radius == r).nonzero().squeeze(1)
+        context, valid = model._contexts(ids, sent, centres, r)  # (n, 2r)
+        offsets = [o for o in range(-r, r + 1) if o]
+        for row, i in enumerate(centres.tolist()):
+            got = sorted(i + offsets[k] for k in range(len(offsets)) if valid[row, k])
+            assert got == brute_force_contexts(ids.tolist(), sent.tolist(), radius.tolist(), i)
+            for k in range(len(offsets)):  # a filled slot holds the word there; an empty one the zero row V
+                assert context[row, k] == (ids[i + offsets[k]] if valid[row, k] else V)
 
 
 # ------------------------------------------------------------------ the update is SGD on the loss
@@ -136,9 +139,8 @@ def test_hand_written_update_is_sgd_on_the_negative_sampling_loss(planted, archi
     model = Word2Vec(cfg, planted)
     n, lr = 40, 0.1
     g = torch.Generator().manual_seed(1)
-    radius = torch.randint(1, cfg.window + 1, (len(planted),), generator=g)
     centres = torch.arange(100, 100 + n)
-    context, valid = model._contexts(planted.ids, planted.sentence, radius, centres)
+    context, valid = model._contexts(planted.ids, planted.sentence, centres, 3)  # radius 3 for all
     centre = planted.ids[centres]
     model.W_out = torch.randn(model.W_out.shape, generator=g) * 0.3  # not all zero, so every term matters
     W_in, W_out = model.W_in.double().clone().requires_grad_(), model.W_out.double().clone().requires_grad_()
@@ -183,7 +185,7 @@ def test_training_is_deterministic_and_learns_the_planted_topics(planted):
     for _ in range(2):
         model = Word2Vec(small_config(), planted)
         history = model.fit(planted, progress=False)
-        runs.append((model.W_in.clone(), history))
+        runs.append((model.vectors().vectors, history))
     assert torch.equal(runs[0][0], runs[1][0])
     loss = runs[0][1]["loss"]
     assert loss[-1] < 0.8 * loss[0]

@@ -57,8 +57,9 @@ def build_word_corpus(sents: Iterable[Sequence[str]], min_count: int = 5,
     if min_count < 1:
         raise ValueError(f"min_count must be >= 1, got {min_count}")
     sents = [list(s) for s in sents]
-    counter = Counter(w for s in sents for w in s)
-    raw = sum(counter.values())
+    flat = [w for s in sents for w in s]
+    counter = Counter(flat)
+    raw = len(flat)
     if raw == 0:
         raise DataError("build_word_corpus: the corpus is empty (no tokens in any sentence)")
     ranked = sorted(((w, c) for w, c in counter.items() if c >= min_count), key=lambda wc: (-wc[1], wc[0]))
@@ -67,15 +68,13 @@ def build_word_corpus(sents: Iterable[Sequence[str]], min_count: int = 5,
     if not ranked:
         raise DataError(f"build_word_corpus: no word occurs min_count={min_count} times "
                         f"({raw} tokens, {len(counter)} distinct words)")
-    index = {w: i for i, (w, _) in enumerate(ranked)}
-    ids: list[int] = []
-    sent_of: list[int] = []
-    for k, s in enumerate(sents):
-        kept = [index[w] for w in s if w in index]
-        ids.extend(kept)
-        sent_of.extend([k] * len(kept))
+    lookup = {w: i for i, (w, _) in enumerate(ranked)}.get
+    every = torch.tensor([lookup(w, -1) for w in flat], dtype=torch.long)  # (raw,) -1 for a dropped word
+    sentence_of = torch.repeat_interleave(torch.arange(len(sents)), torch.tensor([len(s) for s in sents]))
+    kept = every >= 0
+    ids, sent_of = every[kept], sentence_of[kept]
     return WordCorpus(words=[w for w, _ in ranked], counts=torch.tensor([c for _, c in ranked], dtype=torch.long),
-                      ids=torch.tensor(ids, dtype=torch.long), sentence=torch.tensor(sent_of, dtype=torch.long),
+                      ids=ids, sentence=sent_of,
                       raw_tokens=raw)
 
 

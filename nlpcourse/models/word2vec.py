@@ -42,6 +42,7 @@ from ..history import History
 from ..vectors import WordVectors
 
 ARCHITECTURES = ("skipgram", "cbow")
+LOSS_EVERY = 8  # the training curve: the loss of one batch in 8
 
 
 @dataclass
@@ -57,7 +58,7 @@ class Word2VecConfig:
     epochs: int = 5  # passes over the corpus
     lr: float = 0.025  # initial learning rate, decayed linearly to min_lr over the whole run
     min_lr: float = 1e-4  # final learning rate
-    batch_size: int = 2048  # n: centre positions updated together
+    batch_size: int = 8192  # centre positions per block; a block is updated in one step per radius (about n/window each)
     max_row_repeats: int = 64  # a row used more often than this in one batch has its update scaled to this many uses
     seed: int = 0  # seeds the initialisation, subsampling, windows and noise draws
     noise_table_size: int = 10_000_000  # entries of the table the noise words are drawn from (as in the C tool)
@@ -101,35 +102,41 @@ class Word2Vec:
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
         init = torch.Generator().manual_seed(config.seed)
         # as gensim: input vectors uniform in (-1/D, 1/D), output vectors zero
-        self.W_in = ((torch.rand(V, D, generator=init) * 2 - 1) / D).to(self.device)  # (V,D)
+        # one extra row, always zero, where the empty context slots point: gathering and scattering them
+        # then touches one row that stays in cache rather than random rows of the matrix
+        self.W_in = torch.cat([(torch.rand(V, D, generator=init) * 2 - 1) / D, torch.zeros(1, D)]).to(self.device)  # (V+1,D)
         self.W_out = torch.zeros(V, D, device=self.device)  # (V,D)
         noise = self.counts.double() ** config.noise_power
-        # the C tool's unigram table: word w fills a share noise[w] / sum(noise) of its entries
-        self.noise_table = torch.multinomial(noise / noise.sum(), config.noise_table_size, replacement=True,
-                                             generator=init).to(torch.int32).to(self.device)
+        # the C tool's unigram table: word w fills a share noise[w] / sum(noise) of its entries, so that a
+        # uniformly drawn entry is a draw from the noise distribution
+        bounds = ((noise / noise.sum()).cumsum(0) * config.noise_table_size).round().long()  # (V,)
+        sizes = torch.diff(bounds, prepend=torch.zeros(1, dtype=torch.long))
+        self.noise_table = torch.repeat_interleave(torch.arange(V, dtype=torch.int32), sizes).to(self.device)
         self.keep = keep_probability(self.counts, config.sample).float().to(self.device)  # (V,)
 
     # ------------------------------------------------------------------ one batch
 
-    def _contexts(self, ids: torch.Tensor, sent: torch.Tensor, radius: torch.Tensor, centres: torch.Tensor):
-        """Context slots of ``centres`` (positions into ``ids``): ``(context ids (n,C), valid (n,C) bool)``."""
-        W = self.config.window
-        offsets = torch.cat([torch.arange(-W, 0), torch.arange(1, W + 1)]).to(ids.device)  # (C,)
+    def _contexts(self, ids: torch.Tensor, sent: torch.Tensor, centres: torch.Tensor, radius: int):
+        """The ``C = 2 * radius`` context slots of each of ``centres`` (positions into ``ids``), all drawn
+        with the same radius: ``(context ids (n,C), valid (n,C) bool)``. A slot past either end of the
+        corpus or of the centre's sentence is empty: it holds the zero row ``V`` of ``W_in``."""
+        offsets = torch.cat([torch.arange(-radius, 0), torch.arange(1, radius + 1)]).to(ids.device)  # (C,)
         pos = centres[:, None] + offsets  # (n,1) + (C,) -> (n,C)
         inside = (pos >= 0) & (pos < len(ids))
         pos = pos.clamp(0, len(ids) - 1)
-        valid = inside & (offsets.abs() <= radius[centres, None]) & (sent[pos] == sent[centres, None])  # (n,C)
-        return ids[pos], valid
+        valid = inside & (sent[pos] == sent[centres, None])  # (n,C)
+        return torch.where(valid, ids[pos], len(self.words)), valid
 
     def _damping(self, rows: torch.Tensor, uses: torch.Tensor) -> torch.Tensor:
         """Scale for the update of each entry of ``rows``: 1, or ``max_row_repeats / uses`` for a word
         whose ``uses`` in this batch add up to more than ``max_row_repeats``."""
         m = float(self.config.max_row_repeats)
-        count = torch.bincount(rows.reshape(-1), weights=uses.reshape(-1).float(), minlength=len(self.words))  # (V,)
+        count = torch.bincount(rows.reshape(-1), weights=uses.reshape(-1).float(), minlength=len(self.words) + 1)  # (V+1,)
         return (m / count.clamp(min=m))[rows]  # shaped like rows
 
-    def _step(self, context: torch.Tensor, valid: torch.Tensor, centre: torch.Tensor, lr: float) -> torch.Tensor:
-        """One SGD step on a batch; returns the batch's summed loss (a 0-d tensor)."""
+    def _step(self, context: torch.Tensor, valid: torch.Tensor, centre: torch.Tensor, lr: float,
+              with_loss: bool = True) -> torch.Tensor | None:
+        """One SGD step on a batch; returns the batch's summed loss (a 0-d tensor), if ``with_loss``."""
         n, K, D = len(centre), self.config.negatives, self.config.dim
         draw = torch.randint(len(self.noise_table), (n * K,), generator=self.generator, device=centre.device)
         negatives = self.noise_table[draw].long().view(n, K)  # (n,K)
@@ -144,7 +151,7 @@ class Word2Vec:
             scores = torch.bmm(X, U.transpose(1, 2))  # (n,C,D) x (n,D,1+K) -> (n,C,1+K)
             weight = (valid[:, :, None] & use[:, None, :]).float()  # (n,C,1+K)
             signed = scores * sign
-            loss = -(torch.nn.functional.logsigmoid(signed) * weight).sum()
+            loss = -(torch.nn.functional.logsigmoid(signed) * weight).sum() if with_loss else None
             # minus the gradient of the loss wrt the scores, times lr: sign * σ(-sign * score)
             G = torch.sigmoid(-signed) * sign * weight * lr  # (n,C,1+K)
             s_in = self._damping(context, valid * use.sum(1, keepdim=True))  # (n,C)
@@ -153,12 +160,12 @@ class Word2Vec:
             dU = torch.bmm((G * s_out[:, None, :]).transpose(1, 2), X)  # (n,1+K,C) x (n,C,D) -> (n,1+K,D)
         else:  # cbow
             size = valid.sum(1, keepdim=True).clamp(min=1)  # (n,1) context words per centre
-            X = self.W_in[context] * valid[:, :, None]  # (n,C,D), padding zeroed
+            X = self.W_in[context]  # (n,C,D); empty slots hold the zero row
             h = X.sum(1) / size  # (n,D): mean of the context vectors
             scores = torch.bmm(U, h[:, :, None]).squeeze(2)  # (n,1+K,D) x (n,D,1) -> (n,1+K)
             weight = (use & valid.any(1, keepdim=True)).float()  # (n,1+K)
             signed = scores * sign
-            loss = -(torch.nn.functional.logsigmoid(signed) * weight).sum()
+            loss = -(torch.nn.functional.logsigmoid(signed) * weight).sum() if with_loss else None
             G = torch.sigmoid(-signed) * sign * weight * lr  # (n,1+K)
             s_in = self._damping(context, valid)  # (n,C)
             s_out = self._damping(targets, weight)  # (n,1+K)
@@ -174,7 +181,8 @@ class Word2Vec:
     def fit(self, corpus: WordCorpus, progress: bool | None = None, reports: int = 50,
             on_report: Callable[[dict], None] | None = None) -> History:
         """Train on ``corpus`` for ``config.epochs`` epochs; returns a History with ``reports`` entries
-        of ``loss`` (mean loss per training pair since the previous report), ``lr`` and ``words``."""
+        of ``loss`` (mean loss per prediction since the previous report, over one batch in
+        ``LOSS_EVERY``: the loss costs time, the gradients do not need it), ``lr`` and ``words``."""
         if corpus.words != self.words:
             raise ValueError("fit: the corpus has another vocabulary than the one this model was built for")
         if len(corpus) == 0:
@@ -198,15 +206,26 @@ class Word2Vec:
             N = len(e_ids)
             radius = torch.randint(1, cfg.window + 1, (N,), generator=self.generator, device=self.device)
             for s in range(0, N, cfg.batch_size):
-                centres = torch.arange(s, min(s + cfg.batch_size, N), device=self.device)
+                block = torch.arange(s, min(s + cfg.batch_size, N), device=self.device)  # (n,) centre positions
                 progress_words = done + s / N * len(ids)
                 lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * progress_words / total)
-                context, valid = self._contexts(e_ids, e_sent, radius, centres)
-                loss = self._step(context, valid, e_ids[centres], lr)
-                loss_sum += float(loss)
-                pairs += int(valid.sum()) * (1 + cfg.negatives) if cfg.architecture == "skipgram" \
-                    else int(valid.any(1).sum()) * (1 + cfg.negatives)
-                words_now = done + (s + len(centres)) / N * len(ids)
+                # the block's centres grouped by radius, so that a centre of radius r gets 2r context slots
+                # rather than 2 * window (most of them empty): sorted, each group is a slice
+                r_block = radius[block]
+                by_radius = block[torch.argsort(r_block, stable=True)]
+                ends = torch.bincount(r_block, minlength=cfg.window + 1).cumsum(0).tolist()
+                sampled = (s // cfg.batch_size) % LOSS_EVERY == 0  # the loss of one block in LOSS_EVERY
+                for r in range(1, cfg.window + 1):
+                    centres = by_radius[ends[r - 1]:ends[r]]
+                    if len(centres) == 0:
+                        continue
+                    context, valid = self._contexts(e_ids, e_sent, centres, r)
+                    loss = self._step(context, valid, e_ids[centres], lr, with_loss=sampled)
+                    if sampled:
+                        loss_sum += float(loss)
+                        pairs += int(valid.sum()) * (1 + cfg.negatives) if cfg.architecture == "skipgram" \
+                            else int(valid.any(1).sum()) * (1 + cfg.negatives)
+                words_now = done + (s + len(block)) / N * len(ids)
                 bar.update(int(words_now) - bar.n)
                 if words_now >= next_report or (epoch == cfg.epochs - 1 and s + cfg.batch_size >= N):
                     row = {"loss": loss_sum / max(pairs, 1), "lr": lr, "words": int(words_now), "epoch": epoch}
@@ -218,17 +237,17 @@ class Word2Vec:
             done += len(ids)
         bar.close()
         self.seconds = time.perf_counter() - start
-        if not bool(torch.isfinite(self.W_in).all()):
+        if not bool(torch.isfinite(self.W_in).all()):  # (the zero row too: a NaN gradient would reach it)
             raise FloatingPointError("word2vec diverged (non-finite vectors): lower lr or batch_size")
         return history
 
     def vectors(self) -> WordVectors:
         """The input vectors ``W_in`` (the word vectors word2vec keeps), on the CPU."""
-        return WordVectors(self.words, self.W_in.detach().cpu().clone())
+        return WordVectors(self.words, self.W_in[:-1].detach().cpu().clone())
 
     def state(self) -> dict:
         return {"config": asdict(self.config), "words": self.words, "counts": self.counts,
-                "W_in": self.W_in.cpu(), "W_out": self.W_out.cpu()}
+                "W_in": self.W_in[:-1].cpu(), "W_out": self.W_out.cpu()}
 
 
 def train_word2vec(corpus: WordCorpus, config: Word2VecConfig | None = None,

@@ -1,0 +1,522 @@
+"""Reference for the assignment "word2vec from its parts" (``word2vec.ipynb``). Instructor side: never shipped.
+
+Students write the pieces of word2vec with negative sampling (Mikolov et al., 2013): subsampling, the
+skip-gram pairs of a dynamic window, the noise distribution and its draws, a numerically stable
+log-sigmoid and the skip-gram loss, the CBOW hidden vector and loss, and 3CosAdd analogies. Every
+reference below is PyTorch's own operation where there is one (``F.logsigmoid``, ``F.embedding_bag``,
+``F.normalize``, ``torch.multinomial``), and the losses are graded together with their gradients, both
+computed by autograd (:func:`nlpcourse.checking.value_and_grads`) through the reference here and through
+the student's function in the kernel: the grade says "your loss, and so the gradients that training would
+follow, agree with PyTorch's".
+
+The draws of ``draw_negatives`` cannot be compared value by value (any correct sampler is fine): their
+part has its own ``check``, a chi-square test of the draws against the noise distribution of the case
+(:func:`nlpcourse.checking.compare_samples`), with enough draws (at least 20,000 over a few hundred
+words) that a uniform sampler or the unsmoothed unigram distribution fails it.
+
+Cases: ``cases(generator, device)`` draws every random input from ``generator`` on the CPU and moves
+it to ``device``, so the same seed gives the same inputs on every device. The REAL inputs come from the
+course's own data: word counts of a slice of Jane Austen's novels (``nlpcourse.data.load_text("austen")``,
+the slice's offset drawn from the generator), and for ``analogy`` the first 2,000 vectors of the
+course's skip-gram checkpoint ``data/checkpoints/word2vec_sg.bin`` with questions of gensim's
+``questions-words.txt`` whose four words are all among them. Case names say what a case is; tolerances
+are the dtype defaults of :mod:`nlpcourse.checking`.
+
+Forbidden names (``Part.forbidden``): each entry is a dotted name that an answer cell must not use.
+An entry matches a dotted name written in the answer cells (an attribute chain such as
+``torch.nn.functional.logsigmoid``, ``F.softplus`` or ``x.logaddexp``, a keyword argument, or the module
+path of an import, with import aliases resolved) when it equals a run of whole components of it:
+
+* an entry that begins with a dot matches an *attribute* only, on any object: ``.logsigmoid`` forbids
+  ``F.logsigmoid`` and ``torch._C._nn.logsigmoid``, not a function of the student's own called
+  ``logsigmoid``; ``.backward`` forbids ``loss.backward()``;
+* any other entry matches wherever its components appear: ``torch.nn`` forbids ``torch.nn.functional``,
+  ``import torch.nn.functional as F`` and ``from torch import nn``; ``gensim`` forbids any use of gensim.
+
+So later parts may call the student's own ``log_sigmoid``, ``sgns_loss`` and ``cbow_hidden`` (bare
+names), but not PyTorch's ready-made losses.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from grader.spec import Part
+from nlpcourse.checking import Case, Verdict, compare, compare_samples, value_and_grads
+
+NOTEBOOK = "word2vec.ipynb"
+
+REPO = Path(__file__).resolve().parents[2]
+VECTORS = REPO / "data" / "checkpoints" / "word2vec_sg.bin"  # the course's skip-gram vectors (word2vec binary)
+ANALOGY_VOCAB = 2000  # words of VECTORS used in the real analogy case (the most frequent first)
+
+# ------------------------------------------------------------------ forbidden names
+
+#: Ready-made word vectors and trainers: the course library's and gensim's.
+NO_LIBRARY = ("gensim", "nlpcourse.models", "nlpcourse.vectors")
+#: Autograd in any form (the gradients are graded through the student's own forward computation).
+NO_AUTOGRAD = ("torch.autograd", "torch.func", "functorch", ".backward", "torch.enable_grad")
+#: PyTorch's ready-made stable log-sigmoid, its relatives, and the binary losses built on them.
+NO_LOSSES = ("torch.nn", "torch._C", "torch.ops", ".logsigmoid", ".log_sigmoid", ".softplus", ".logaddexp",
+             ".logaddexp2", ".logsumexp", ".binary_cross_entropy", ".binary_cross_entropy_with_logits")
+
+COUNTS_FORBIDDEN = NO_LIBRARY
+PAIRS_FORBIDDEN = NO_LIBRARY
+NEGATIVES_FORBIDDEN = NO_LIBRARY
+SGNS_FORBIDDEN = NO_LIBRARY + NO_AUTOGRAD + NO_LOSSES
+CBOW_FORBIDDEN = SGNS_FORBIDDEN + (".embedding_bag", "EmbeddingBag", ".embedding")
+ANALOGY_FORBIDDEN = NO_LIBRARY + (".most_similar",)
+
+# ------------------------------------------------------------------ reference implementations
+
+
+def keep_probabilities(counts, t):
+    freq = counts / counts.sum()
+    return torch.sqrt(t / freq).clamp(max=1.0)  # t / 0 = inf for an unseen word: kept with probability 1
+
+
+def skipgram_pairs(ids, radii):
+    T = ids.shape[0]
+    pos = torch.arange(T, device=ids.device)
+    dist = (pos[None, :] - pos[:, None]).abs()  # (T, T): |i - j|
+    inside = (dist > 0) & (dist <= radii[:, None])
+    i, j = inside.nonzero(as_tuple=True)  # row-major: centres ascending, then contexts ascending
+    return ids[i], ids[j]
+
+
+def noise_distribution(counts, power=0.75):
+    return F.normalize(counts.pow(power), p=1, dim=0)
+
+
+def draw_negatives(noise, B, K, seed):
+    g = torch.Generator(device=noise.device).manual_seed(seed)
+    return torch.multinomial(noise, B * K, replacement=True, generator=g).view(B, K)
+
+
+def log_sigmoid(x):
+    return F.logsigmoid(x)
+
+
+def _sgns(v_c, u_o, u_neg):
+    pos = F.logsigmoid(torch.einsum("bd,bd->b", u_o, v_c))
+    neg = F.logsigmoid(-torch.einsum("bkd,bd->bk", u_neg, v_c)).sum(-1)
+    return -(pos + neg).mean()
+
+
+#: (loss, [dL/dv_c, dL/du_o, dL/du_neg]) by autograd, as value_and_grads(sgns_loss) gives in the kernel.
+sgns_loss = value_and_grads(_sgns)
+
+
+def cbow_hidden(W_in, context, mask):
+    lengths = mask.sum(1)
+    offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)[:-1]])
+    return F.embedding_bag(context[mask], W_in, offsets, mode="mean")
+
+
+def _cbow(W_in, W_out, context, mask, center, negatives):
+    return _sgns(cbow_hidden(W_in, context, mask), F.embedding(center, W_out), F.embedding(negatives, W_out))
+
+
+#: (loss, [dL/dW_in, dL/dW_out]) by autograd, as value_and_grads(cbow_loss) gives in the kernel.
+cbow_loss = value_and_grads(_cbow)
+
+
+def _analogy_scores(E, a, b, c):
+    """(Q, V) cosine of every word with b - a + c (unit vectors), query words at -inf."""
+    unit = F.normalize(E, dim=1)
+    target = F.normalize(unit[b] - unit[a] + unit[c], dim=1)
+    scores = target @ unit.T
+    return scores.scatter(1, torch.stack([a, b, c], dim=1), float("-inf"))
+
+
+def analogy(E, a, b, c):
+    return _analogy_scores(E, a, b, c).argmax(dim=1)
+
+
+# ------------------------------------------------------------------ checks
+
+
+def _check_draws(expected, got, case, device):
+    """Draws: ids of shape (B, K), dtype long, distributed as the case's noise (chi-square test)."""
+    noise, B, K, _ = case.args
+    if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, K) and got.dtype != torch.long:
+        return Verdict(False, f"output: expected word ids of dtype torch.long, got {got.dtype}")
+    return compare_samples(noise, got, (B, K), "output", device=device)
+
+
+def _loss_and_grads_check(names):
+    """Compare (loss, [grads]) naming what is wrong: the loss, or the gradient w.r.t. which argument."""
+
+    def check(expected, got, case, device):
+        if not (isinstance(got, (list, tuple)) and len(got) == 2 and isinstance(got[1], (list, tuple))
+                and len(got[1]) == len(names)):
+            return compare(expected, got, "output", case.rtol, case.atol, device)
+        verdict = compare(expected[0], got[0], "loss", case.rtol, case.atol, device)
+        if not verdict.ok:
+            return verdict
+        for name, e, g in zip(names, expected[1], got[1]):
+            verdict = compare(e, g, f"gradient of the loss w.r.t. {name} (by autograd through your function)",
+                              case.rtol, case.atol, device)
+            if not verdict.ok:
+                return verdict
+        return Verdict(True)
+
+    return check
+
+
+# ------------------------------------------------------------------ case helpers
+
+f64, f32 = torch.float64, torch.float32
+
+
+def _to(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return [_to(v, device) for v in obj]
+    return obj
+
+
+def _case(name, args, device, **tol):
+    return Case(name, _to(list(args), device), device, **tol)
+
+
+def _randn(g, *shape, dtype=f64, scale=1.0):
+    return torch.randn(*shape, generator=g, dtype=dtype) * scale
+
+
+def _randint(g, low, high):
+    return int(torch.randint(low, high, (1,), generator=g))
+
+
+@lru_cache(maxsize=1)
+def _austen_tokens() -> tuple[str, ...]:
+    from nlpcourse.data import load_text, word_tokenize
+
+    text = load_text("austen")
+    return tuple(word_tokenize(text[:600_000]))  # about 130,000 tokens: plenty of slices
+
+
+def _austen_slice(g, n_tokens: int) -> list[str]:
+    toks = _austen_tokens()
+    start = _randint(g, 0, len(toks) - n_tokens)
+    return list(toks[start:start + n_tokens])
+
+
+def _austen_counts(g, n_tokens: int, top: int | None = None) -> torch.Tensor:
+    """Word counts of a slice of ``n_tokens`` tokens of Austen, most frequent first (V,) float64."""
+    counts = [c for _, c in Counter(_austen_slice(g, n_tokens)).most_common(top)]
+    return torch.tensor(counts, dtype=f64)
+
+
+# ------------------------------------------------------------------ 1. subsampling
+
+
+def keep_cases(g: torch.Generator, device: str) -> list[Case]:
+    real = _austen_counts(g, 3000)
+    zipf = 1000.0 / torch.arange(1, 41, dtype=f64)
+    with_zeros = _austen_counts(g, 2000, top=60)
+    with_zeros[torch.randperm(60, generator=g)[:8]] = 0.0
+    return [
+        _case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-3", (real, 1e-3), device),
+        _case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-2", (real, 1e-2), device),
+        _case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-5", (real, 1e-5), device),
+        _case("Zipf counts 1000/r (V=40), t=0.01", (zipf, 0.01), device),
+        _case("counts with zeros (words never seen: kept), V=60, t=1e-3", (with_zeros, 1e-3), device),
+        _case("equal counts (V=10), t=0.02", (torch.full((10,), 7.0, dtype=f64), 0.02), device),
+        _case("one word (V=1), t=1e-3", (torch.tensor([42.0], dtype=f64), 1e-3), device),
+        _case("random counts (V=25), t=0.05", (torch.randint(1, 200, (25,), generator=g).double(), 0.05), device),
+        _case("t=1: every word kept", (real[:100].clone(), 1.0), device),
+    ]
+
+
+# ------------------------------------------------------------------ 2. skip-gram pairs
+
+
+def _sentence_ids(g, T: int) -> torch.Tensor:
+    """Ids of a real slice of T tokens (ids in order of first appearance: repeated words share an id)."""
+    vocab: dict[str, int] = {}
+    return torch.tensor([vocab.setdefault(w, len(vocab)) for w in _austen_slice(g, T)], dtype=torch.long)
+
+
+def _radii(g, T: int, window: int) -> torch.Tensor:
+    return torch.randint(1, window + 1, (T,), generator=g)
+
+
+def pairs_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = []
+    for T, window in [(12, 5), (30, 5), (25, 2), (40, 10)]:
+        cases.append(_case(f"Austen sentence of {T} tokens, radii drawn from 1..{window}",
+                           (_sentence_ids(g, T), _radii(g, T, window)), device))
+    cases += [
+        _case("one token (T=1): no pairs", (torch.tensor([7]), torch.tensor([3])), device),
+        _case("two tokens (T=2), radius 1", (torch.tensor([4, 9]), torch.tensor([1, 1])), device),
+        _case("radii larger than the sentence (T=5, radii 8..12)",
+              (_sentence_ids(g, 5), torch.randint(8, 13, (5,), generator=g)), device),
+        _case("repeated word ids (T=8: the same word four times)",
+              (torch.tensor([3, 3, 5, 3, 1, 3, 5, 5]), _radii(g, 8, 3)), device),
+        _case("every radius 1 (T=10)", (_sentence_ids(g, 10), torch.ones(10, dtype=torch.long)), device),
+        _case("random ids (V=1000), T=60, radii 1..5",
+              (torch.randint(1000, (60,), generator=g), _radii(g, 60, 5)), device),
+    ]
+    return cases
+
+
+# ------------------------------------------------------------------ 3. noise distribution and draws
+
+
+def noise_cases(g: torch.Generator, device: str) -> list[Case]:
+    real = _austen_counts(g, 4000)
+    few = _austen_counts(g, 2000, top=50)
+    with_zeros = few.clone()
+    with_zeros[torch.randperm(50, generator=g)[:6]] = 0.0
+    return [
+        _case(f"Austen word counts of 4,000 tokens (V={len(real)}), default power", (real,), device),
+        _case(f"Austen word counts of 4,000 tokens (V={len(real)}), power=0.75", (real, 0.75), device),
+        _case("Austen word counts (V=50), power=0.5", (few, 0.5), device),
+        _case("Austen word counts (V=50), power=1 (the unigram distribution)", (few, 1.0), device),
+        _case("Austen word counts (V=50), power=0 (uniform)", (few, 0.0), device),
+        _case("counts with zeros (V=50), default power", (with_zeros,), device),
+        _case("one word (V=1)", (torch.tensor([12.0], dtype=f64),), device),
+    ]
+
+
+def _zipf_noise(g, n_tokens: int, top: int) -> torch.Tensor:
+    """A real noise distribution: Austen counts of the ``top`` most frequent words, ** 0.75, normalised."""
+    w = _austen_counts(g, n_tokens, top=top) ** 0.75
+    return w / w.sum()
+
+
+def draws_cases(g: torch.Generator, device: str) -> list[Case]:
+    """Every case has at least 20,000 draws over a few hundred words with a Zipfian noise distribution:
+    enough for the chi-square test to tell it from the uniform and the unigram (power 1) distributions."""
+    specs = [("B=1000 K=20", _zipf_noise(g, 8000, 300), 1000, 20),
+             ("B=4000 K=5", _zipf_noise(g, 8000, 400), 4000, 5),
+             ("batch of 1 (B=1 K=20000)", _zipf_noise(g, 6000, 200), 1, 20000),
+             ("one negative each (B=20000 K=1)", _zipf_noise(g, 6000, 200), 20000, 1)]
+    zeros = _zipf_noise(g, 6000, 250)
+    zeros[torch.randperm(250, generator=g)[:25]] = 0.0  # words that must never be drawn
+    specs.append(("noise with 25 zero probabilities, B=2500 K=10", zeros / zeros.sum(), 2500, 10))
+    return [_case(f"Austen noise distribution (V={len(p)}), {name}", (p, B, K, _randint(g, 0, 2**31 - 1)), device)
+            for name, p, B, K in specs]
+
+
+# ------------------------------------------------------------------ 4. log-sigmoid and the skip-gram loss
+
+
+def log_sigmoid_cases(g: torch.Generator, device: str) -> list[Case]:
+    return [
+        _case("random (5,) float64", (_randn(g, 5, scale=3.0),), device),
+        _case("random (4, 6) float32", (_randn(g, 4, 6, dtype=f32, scale=3.0),), device),
+        _case("3-D (2, 3, 4) float64", (_randn(g, 2, 3, 4, scale=3.0),), device),
+        _case("0-d tensor float64", (torch.tensor(0.3, dtype=f64),), device),
+        _case("zeros (3,) float64", (torch.zeros(3, dtype=f64),), device),
+        _case("around +-50 (6,) float32", (50.0 * torch.tensor([1., -1, 1, -1, 1, -1], dtype=f32)
+                                           + _randn(g, 6, dtype=f32),), device),
+        _case("around +-100 (6,) float32", (100.0 * torch.tensor([1., -1, 1, -1, 1, -1], dtype=f32)
+                                            + _randn(g, 6, dtype=f32),), device),
+        _case("+-1000 (4,) float32", (torch.tensor([1000., -1000., 700., -800.], dtype=f32),), device),
+        _case("+-1000 (4,) float64", (torch.tensor([1000., -1000., 750., -720.], dtype=f64),), device),
+        _case("random scale 1000 (3, 5) float64", (_randn(g, 3, 5, scale=1000.0),), device),
+    ]
+
+
+def _with_scores(g, v_c: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """Vectors u (B, ..., D) with u · v_c = scores (B, ...): along v_c, plus noise orthogonal to it."""
+    v = v_c.reshape(v_c.shape[0], *([1] * (scores.dim() - 1)), v_c.shape[-1])
+    noise = _randn(g, *scores.shape, v_c.shape[-1], dtype=v_c.dtype)
+    sq = (v * v).sum(-1, keepdim=True)
+    noise = noise - (noise * v).sum(-1, keepdim=True) / sq * v
+    return scores[..., None] / sq * v + noise
+
+
+def _signs(g, *shape, dtype):
+    return torch.randint(2, shape, generator=g).to(dtype) * 2 - 1
+
+
+def _large_sgns(g, B, K, D, size, dtype):
+    """Scores u_o · v_c and u_k · v_c of magnitude about ``size``, with random signs."""
+    v_c = _randn(g, B, D, dtype=dtype)
+    s_o = size * (1 + 0.1 * _randn(g, B, dtype=dtype)) * _signs(g, B, dtype=dtype)
+    s_k = size * (1 + 0.1 * _randn(g, B, K, dtype=dtype)) * _signs(g, B, K, dtype=dtype)
+    return v_c, _with_scores(g, v_c, s_o), _with_scores(g, v_c, s_k)
+
+
+def sgns_cases(g: torch.Generator, device: str) -> list[Case]:
+    specs = []
+    for name, B, K, D, dt, scale in [("random B=4 K=2 D=3 float64", 4, 2, 3, f64, 1.0),
+                                     ("random B=32 K=5 D=16 float32", 32, 5, 16, f32, 0.5),
+                                     ("random B=8 K=3 D=10 float64", 8, 3, 10, f64, 0.7),
+                                     ("batch of 1 (B=1 K=4 D=5) float64", 1, 4, 5, f64, 1.0),
+                                     ("one negative (B=6 K=1 D=4) float64", 6, 1, 4, f64, 1.0),
+                                     ("B=1 K=1 (D=3) float32", 1, 1, 3, f32, 1.0)]:
+        specs.append((name, _randn(g, B, D, dtype=dt, scale=scale), _randn(g, B, D, dtype=dt, scale=scale),
+                      _randn(g, B, K, D, dtype=dt, scale=scale)))
+    for size, dt in [(50.0, f32), (100.0, f32), (1000.0, f32), (50.0, f64), (100.0, f64), (1000.0, f64)]:
+        specs.append((f"scores around +-{size:g} (B=5 K=3 D=4) {str(dt).removeprefix('torch.')}",
+                      *_large_sgns(g, 5, 3, 4, size, dt)))
+    # exactly: u_o . v_c = -1000 (true word scored very low), u_k . v_c = +1000 and -1000
+    v_c = torch.tensor([[10.0, 0.0]], dtype=f32)
+    specs.append(("hand-made scores -1000 (true word) and +-1000 (noise), B=1 K=2 float32", v_c,
+                  torch.tensor([[-100.0, 3.0]], dtype=f32), torch.tensor([[[100.0, -1.0], [-100.0, 2.0]]], dtype=f32)))
+    return [_case(name, (v_c, u_o, u_neg), device) for name, v_c, u_o, u_neg in specs]
+
+
+# ------------------------------------------------------------------ 5. CBOW
+
+
+def _cbow_spec(g, V, D, B, C, K, dtype, scale=1.0, full=False, single=False):
+    """W_in, W_out (V, D); context (B, C) with real ids in the padding too; mask (B, C); center (B,);
+    negatives (B, K)."""
+    W_in, W_out = _randn(g, V, D, dtype=dtype, scale=scale), _randn(g, V, D, dtype=dtype, scale=scale)
+    context = torch.randint(V, (B, C), generator=g)
+    if full:
+        lengths = torch.full((B,), C)
+    elif single:
+        lengths = torch.ones(B, dtype=torch.long)
+    else:
+        lengths = torch.randint(1, C + 1, (B,), generator=g)
+        lengths[0] = max(1, C // 2)  # at least one row with padding
+    mask = torch.arange(C)[None, :] < lengths[:, None]
+    # padding at either end, like a window cut by the sentence's edge
+    flip = torch.rand(B, generator=g) < 0.5
+    mask = torch.where(flip[:, None], mask.flip(1), mask)
+    return W_in, W_out, context, mask, torch.randint(V, (B,), generator=g), torch.randint(V, (B, K), generator=g)
+
+
+def _cbow_specs(g):
+    specs = [
+        ("random V=20 D=5 B=4 C=4 K=3 float64", _cbow_spec(g, 20, 5, 4, 4, 3, f64)),
+        ("random V=50 D=16 B=16 C=6 K=5 float32", _cbow_spec(g, 50, 16, 16, 6, 5, f32, scale=0.5)),
+        ("random V=30 D=8 B=10 C=10 K=2 float64", _cbow_spec(g, 30, 8, 10, 10, 2, f64)),
+        ("batch of 1 (V=10 D=4 C=4 K=1) float64", _cbow_spec(g, 10, 4, 1, 4, 1, f64)),
+        ("no padding: every slot a real word (V=15 D=4 B=5 C=4 K=3) float64",
+         _cbow_spec(g, 15, 4, 5, 4, 3, f64, full=True)),
+        ("one real word per row (V=15 D=4 B=5 C=6 K=3) float64", _cbow_spec(g, 15, 4, 5, 6, 3, f64, single=True)),
+        ("large vectors: scores around +-1000 (V=12 D=4 B=6 C=4 K=3) float32",
+         _cbow_spec(g, 12, 4, 6, 4, 3, f32, scale=25.0)),
+        ("large vectors: scores around +-1000 (V=12 D=4 B=6 C=4 K=3) float64",
+         _cbow_spec(g, 12, 4, 6, 4, 3, f64, scale=25.0)),
+    ]
+    # a word twice in one context (its gradient adds up), the centre among the negatives
+    W_in, W_out, *_ = _cbow_spec(g, 8, 3, 2, 4, 2, f64)
+    specs.append(("a word twice in a context, the centre among its negatives (V=8 D=3 B=2 C=4 K=2) float64",
+                  (W_in, W_out, torch.tensor([[2, 2, 5, 1], [0, 3, 3, 7]]),
+                   torch.tensor([[True, True, True, False], [False, True, True, True]]),
+                   torch.tensor([4, 6]), torch.tensor([[4, 1], [6, 6]]))))
+    return specs
+
+
+def cbow_hidden_cases(g: torch.Generator, device: str) -> list[Case]:
+    return [_case(name, (W_in, context, mask), device) for name, (W_in, _, context, mask, _, _) in _cbow_specs(g)]
+
+
+def cbow_loss_cases(g: torch.Generator, device: str) -> list[Case]:
+    return [_case(name, spec, device) for name, spec in _cbow_specs(g)]
+
+
+# ------------------------------------------------------------------ 6. analogies
+
+
+def _margin_ok(E, a, b, c, need: float) -> torch.Tensor:
+    """(Q,) bool: the best answer beats the second best by more than ``need`` (in float64), so that
+    rounding in a correct answer cannot change the argmax."""
+    top2 = _analogy_scores(E.double(), a, b, c).topk(2, dim=1).values
+    return (top2[:, 0] - top2[:, 1]) > need
+
+
+def _questions(g, E, Q, need, tries=20):
+    """Q questions (a, b, c) of three distinct random words each, every one with a clear best answer."""
+    V = E.shape[0]
+    keep = []
+    for _ in range(tries):
+        abc = torch.stack([torch.randperm(V, generator=g)[:3] for _ in range(Q)])
+        ok = _margin_ok(E, abc[:, 0], abc[:, 1], abc[:, 2], need)
+        keep += [row for row, k in zip(abc, ok) if k]
+        if len(keep) >= Q:
+            break
+    abc = torch.stack(keep[:Q])
+    return abc[:, 0].clone(), abc[:, 1].clone(), abc[:, 2].clone()
+
+
+@lru_cache(maxsize=1)
+def _real_vectors() -> tuple[list[str], torch.Tensor]:
+    from gensim.models import KeyedVectors
+
+    if not VECTORS.is_file():
+        raise FileNotFoundError(f"{VECTORS} is missing: the real analogy case needs the course's skip-gram vectors")
+    kv = KeyedVectors.load_word2vec_format(str(VECTORS), binary=True, limit=ANALOGY_VOCAB)
+    return list(kv.index_to_key), torch.tensor(kv.vectors, dtype=f32)
+
+
+@lru_cache(maxsize=1)
+def _real_questions() -> tuple[tuple[int, int, int], ...]:
+    """Every question of questions-words.txt whose four words are among the first ANALOGY_VOCAB words."""
+    from gensim.test.utils import datapath
+
+    words, E = _real_vectors()
+    index = {w: i for i, w in enumerate(words)}
+    out = []
+    for line in Path(datapath("questions-words.txt")).read_text().splitlines():
+        if line.startswith(":"):
+            continue
+        q = line.lower().split()
+        if len(q) == 4 and all(w in index for w in q) and len(set(q[:3])) == 3:
+            out.append(tuple(index[w] for w in q[:3]))
+    return tuple(sorted(set(out)))
+
+
+def _real_analogy_case(g, device, Q=8):
+    words, E = _real_vectors()
+    pool = torch.tensor(_real_questions(), dtype=torch.long)
+    pool = pool[torch.randperm(len(pool), generator=g)]
+    pool = pool[_margin_ok(E, pool[:, 0], pool[:, 1], pool[:, 2], 1e-4)][:Q]
+    return _case(f"real vectors: the course's skip-gram vectors of the {len(words)} most frequent words (D="
+                 f"{E.shape[1]}) float32, {len(pool)} questions of questions-words.txt",
+                 (E, pool[:, 0].clone(), pool[:, 1].clone(), pool[:, 2].clone()), device)
+
+
+def analogy_cases(g: torch.Generator, device: str) -> list[Case]:
+    cases = []
+    for name, V, D, Q, dt in [("random V=50 D=10 Q=6 float64", 50, 10, 6, f64),
+                              ("random V=300 D=20 Q=20 float32", 300, 20, 20, f32),
+                              ("one question (Q=1), V=40 D=8 float64", 40, 8, 1, f64)]:
+        E = _randn(g, V, D, dtype=dt)
+        cases.append(_case(name + " (the best-scoring word is a query word unless they are excluded)",
+                           (E, *_questions(g, E, Q, 1e-4 if dt == f32 else 1e-9)), device))
+    # rows of very different lengths: without normalisation the long rows win every question
+    E = _randn(g, 100, 12) * torch.exp(1.5 * _randn(g, 100, 1))
+    cases.append(_case("rows of very different norms (0.01 to 100), V=100 D=12 Q=10 float64",
+                       (E, *_questions(g, E, 10, 1e-9)), device))
+    # the answer's direction is close to c: a cluster of near-synonyms of c, one of them the answer
+    E = _randn(g, 60, 10)
+    E[1:6] = E[0] + 0.05 * _randn(g, 5, 10)  # words 1..5 are near-copies of word 0
+    a, b = torch.tensor([10, 20, 30]), torch.tensor([11, 21, 31])
+    c = torch.tensor([0, 0, 0])
+    cases.append(_case("near-copies of c (a word and its spelling variants), V=60 D=10 Q=3 float64",
+                       (E, a, b, c), device))
+    cases.append(_real_analogy_case(g, device))
+    return cases
+
+
+# ------------------------------------------------------------------ the parts
+
+PARTS: dict[str, Part] = {
+    "keep_probabilities": Part("keep-test", keep_probabilities, keep_cases, ("keep-solution",), COUNTS_FORBIDDEN),
+    "skipgram_pairs": Part("pairs-test", skipgram_pairs, pairs_cases, ("pairs-solution",), PAIRS_FORBIDDEN),
+    "noise_distribution": Part("negatives-test", noise_distribution, noise_cases, ("negatives-solution",),
+                               NEGATIVES_FORBIDDEN),
+    "draw_negatives": Part("negatives-test", draw_negatives, draws_cases, ("negatives-solution",),
+                           NEGATIVES_FORBIDDEN, check=_check_draws),
+    "log_sigmoid": Part("sgns-test", log_sigmoid, log_sigmoid_cases, ("sgns-solution",), SGNS_FORBIDDEN),
+    "sgns_loss": Part("sgns-test", sgns_loss, sgns_cases, ("sgns-solution",), SGNS_FORBIDDEN, weight=2.0,
+                      check=_loss_and_grads_check(("v_c", "u_o", "u_neg"))),
+    "cbow_hidden": Part("cbow-test", cbow_hidden, cbow_hidden_cases, ("cbow-solution",), CBOW_FORBIDDEN),
+    "cbow_loss": Part("cbow-test", cbow_loss, cbow_loss_cases, ("cbow-solution",), CBOW_FORBIDDEN, weight=2.0,
+                      check=_loss_and_grads_check(("W_in", "W_out"))),
+    "analogy": Part("analogy-test", analogy, analogy_cases, ("analogy-solution",), ANALOGY_FORBIDDEN),
+}
