@@ -7,10 +7,11 @@ The kernel is started under bubblewrap (``bwrap``) where it is available:
 * ``--unshare-user --uid 65534 --cap-drop ALL``: an unprivileged user with no capabilities, so it
   cannot undo the mounts below; ``--unshare-pid``: it cannot see or signal the grader's processes
   (nor read their memory or environment through /proc);
-* the repository is replaced by an empty folder, and only the course library, the bundled data and the
-  Python environment are mounted back read-only: ``solutions/`` (reference implementations, source
-  notebooks), ``.git``, the gradebook and every other submission stay out of sight; ``/tmp`` is a
-  fresh tmpfs; the whole file system is read-only except the kernel's own work folder;
+* the file system starts empty: only the system folders (``/usr``, ``/etc``, the libraries), the Python
+  environment, the course library and the bundled data are mounted, read-only, and the kernel's own
+  work folder read-write; ``solutions/`` (reference implementations, source notebooks), ``.git``, the
+  gradebook, every other submission, home folders and any other copy of the course on the machine
+  are simply not there; ``/tmp`` is a fresh tmpfs;
 * ``prlimit --as``: an address-space limit, so a memory bomb fails inside the kernel.
 
 Without bwrap (macOS, a container without user namespaces) the kernel runs with the memory limit
@@ -48,23 +49,55 @@ def sandbox_available() -> bool:
     return r.returncode == 0
 
 
+#: System folders the kernel sees, read-only (those that exist; a link such as /bin -> usr/bin stays a link).
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+#: Files of those folders replaced by an empty file in the sandbox.
+MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
+
+
+def visible_folders() -> list[Path]:
+    """What the kernel may read besides the system folders: the Python it runs on (the environment and
+    the installation it was made from), the course library and the bundled data. Nothing else of
+    the machine is in the sandbox: not the repository, not another checkout, not a home folder."""
+    folders = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent,
+               REPO / "nlpcourse", REPO / "data"]
+    out: list[Path] = []
+    for f in folders:
+        if f.exists() and not any(_inside(f, g) for g in out):
+            out = [g for g in out if not _inside(g, f)] + [f]
+    return out
+
+
 def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None,
                    sockets: Path | None = None) -> list[str]:
     """The command words that put what follows them in the sandbox, with ``workdir`` (and the socket
-    folder ``sockets``, when it is elsewhere) writable."""
+    folder ``sockets``, when it is elsewhere) writable.
+
+    The sandbox's file system starts empty (an allow-list, not a deny-list): the system folders, the
+    Python environment, ``nlpcourse/`` and ``data/`` are mounted read-only, then the work and socket
+    folders read-write. ``hide`` is kept out even where it lies inside one of those (an empty tmpfs)."""
     limit = ["prlimit", f"--as={memory_bytes}", "--"] if memory_bytes and shutil.which("prlimit") else []
     if not sandbox_available():
         return limit
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in hide:
-        if path.exists():
+    args = ["bwrap"]
+    for top in SYSTEM_FOLDERS:
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for secret in MASKED_FILES:  # readable by the kernel otherwise: its uid maps to the grader's
+        if os.path.isfile(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    visible = visible_folders()
+    for path in visible:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in hide:  # e.g. a course folder inside /usr/local: out of sight all the same
+        if path.exists() and any(_inside(path, v) for v in visible + [Path(t) for t in SYSTEM_FOLDERS]):
             args += ["--tmpfs", str(path)]
-    # Mount back, read-only, what the kernel needs from a hidden repository: the library, data, the venv.
-    back = [REPO / "nlpcourse", REPO / "data", Path(sys.prefix),
-            Path(sys.base_prefix), Path(sys.executable).resolve().parent]
-    for path in back:
-        if path.exists() and any(_inside(path, h) for h in hide):
-            args += ["--ro-bind", str(path), str(path)]
+            for v in visible:  # what the kernel needs from inside it comes back
+                if _inside(v, path):
+                    args += ["--ro-bind", str(v), str(v)]
     # GPUs: the device nodes of NVIDIA's driver, so that CUDA cases run in the kernel too.
     for dev in sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if os.path.exists("/dev/dri") else []):
         args += ["--dev-bind", dev, dev]

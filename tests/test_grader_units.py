@@ -89,3 +89,25 @@ def test_missing_answer_never_runs_the_instructors_solution():
     assert answer.source == CODE_STUB
     assert "42" not in "".join(c.source for c in merged.cells)
     assert report["missing"] == ["answer"]
+
+
+@pytest.mark.skipif(not __import__("grader.sandbox", fromlist=["x"]).sandbox_available(), reason="needs bubblewrap")
+def test_sandbox_file_system_holds_only_what_the_kernel_needs(tmp_path):
+    """Allow-list: Python, the library and the data are there; solutions/, the tests and the shadow
+    password file are not (tests/test_grading.py checks the same from inside a real kernel)."""
+    import subprocess
+    import sys
+
+    from grader.sandbox import REPO, sandbox_prefix
+
+    tmp_path.chmod(0o777)
+    code = ("import os, nlpcourse, torch; "
+            f"print(os.path.exists({str(REPO / 'solutions')!r}), os.path.exists({str(REPO / 'tests')!r}), "
+            f"os.path.isdir({str(REPO / 'data')!r}));"
+            "\ntry:\n    print(open('/etc/shadow').read())\nexcept OSError as exc:\n    print(type(exc).__name__)")
+    proc = subprocess.run(sandbox_prefix(tmp_path, [], None) + [sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False False True"
+    assert "root:" not in proc.stdout

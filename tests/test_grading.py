@@ -812,17 +812,22 @@ def test_reader_finds_nothing_private_and_gains_nothing(batch):
         assert sha not in private_sha, f"the kernel found a private file at {path}"
         assert not any(Path(path).is_relative_to(d) for d in private_dirs) or Path(path).is_relative_to(own), path
     assert not found["stolen"], found["stolen"]  # no file defining the answers was found
-    # The repository shows the library, the data and the venv (mounted back read-only) and an empty
-    # solutions/; the course folder and the submissions show nothing but the way to the kernel's own folder.
+    # The repository shows only the library, the data and the venv (mounted read-only), and the way to
+    # the kernel's own folder; solutions/ is not there at all; the course folder and the submissions
+    # show nothing but the way to the kernel's own folder.
     back = [ROOT / "nlpcourse", ROOT / "data", Path(sys.prefix), Path(sys.base_prefix),
             Path(sys.executable).resolve().parent, own]
-    allowed = {ROOT / "solutions"} | {q for b in back for q in (b, *b.parents)}
+    allowed = {q for b in back for q in (b, *b.parents)}
     for folder in folders:
         listing = found["listings"][folder]
+        if folder not in {str(q) for q in allowed}:  # not on the way to anything mounted: absent
+            assert listing == "error: FileNotFoundError", (folder, listing)
+            continue
         assert isinstance(listing, list), (folder, listing)
         visible = {Path(folder) / name for name in listing}
         assert visible <= allowed, f"the kernel sees {sorted(map(str, visible - allowed))} in {folder}"
-    assert found["listings"][str(ROOT / "solutions")] == []
+    assert found["listings"][str(ROOT / "solutions")] == "error: FileNotFoundError"
+
     # the grader's own processes are out of sight (separate pid namespace)
     for cmd in found["processes"]:
         assert not any("grader.worker" in w or "grader.cli" in w or w.endswith("pytest") for w in cmd), cmd
