@@ -39,16 +39,9 @@ import torch  # noqa: E402
 
 from nlpcourse.data.word_corpus import bundled_sentences, build_word_corpus  # noqa: E402
 from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig  # noqa: E402
-from nlpcourse.vectors import WordVectors, evaluate_analogies, evaluate_similarity  # noqa: E402
+from nlpcourse.vectors import WordVectors, evaluate_all  # noqa: E402
 
 KEYS = ("analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s")
-
-
-def evaluate(wv: WordVectors) -> dict[str, float]:
-    add = evaluate_analogies(wv, "3CosAdd")
-    return {"analogy_accuracy": add.accuracy, "analogy_covered": add.covered,
-            "ws353_spearman": evaluate_similarity(wv, "wordsim353").spearman,
-            "simlex_spearman": evaluate_similarity(wv, "simlex999").spearman}
 
 
 def run_course(sentences, cfg: Word2VecConfig, min_count: int) -> tuple[WordVectors, float]:
@@ -100,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
                 wv, seconds = run_course(sentences, cfg, min_count)
             else:
                 wv, seconds = run_gensim(sentences, cfg, min_count, args.threads)
-            row = {**evaluate(wv), "wall_s": seconds, "seed": seed, "vocab_size": len(wv)}
+            row = {**evaluate_all(wv), "wall_s": seconds, "seed": seed, "vocab_size": len(wv)}
             results[name].append(row)
             print(f"run {seed}: {name:6s} {seconds:6.1f} s, analogies {row['analogy_accuracy']:.4f} "
                   f"({row['analogy_covered']} questions), WS-353 {row['ws353_spearman']:.3f}, "

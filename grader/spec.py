@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
-from nlpcourse.checking import Case, Verdict
+from nlpcourse.checking import Case, Verdict, to_device
 
 #: A part's own comparison: ``check(expected, got, case, device) -> Verdict``, where ``expected`` is what the
 #: reference returned for the case and ``device`` the device the output must be on (None: not checked).
@@ -31,3 +31,10 @@ class Part:
     weight: float = 1.0  # share of the test cell's points, relative to the other parts of that cell
     extra: dict[str, Any] = field(default_factory=dict)  # anything else the reference needs
     check: Check | None = None  # how to compare an output with the reference's (None: nlpcourse.checking.compare)
+
+
+def make_case(name: str, args: Sequence[Any], device: str, rtol: float | None = None,
+              atol: float | None = None) -> Case:
+    """A case whose tensor arguments (inside lists, tuples and dicts too) are moved to ``device``: case
+    generators draw every input on the CPU, so that a seed gives the same inputs on every device."""
+    return Case(name, to_device(list(args), device), device, rtol, atol)

@@ -13,10 +13,9 @@ numbers mean what they mean in the literature:
 from __future__ import annotations
 
 import gzip
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 import numpy as np
 import torch
@@ -166,7 +165,7 @@ class WordVectors:
                 rows[i] = np.frombuffer(rest, dtype="<f4", count=D, offset=start)
                 pos = start + 4 * D
         else:
-            lines = io.BytesIO(rest).read().decode("utf-8").splitlines()
+            lines = rest.decode("utf-8").splitlines()
             if len(lines) < n:
                 raise ValueError(f"the header announces {V} words but there are {len(lines)} lines")
             for i, line in enumerate(lines[:n]):
@@ -289,8 +288,3 @@ def evaluate_all(wv: WordVectors) -> dict[str, float]:
     ws, sl = evaluate_similarity(wv, "wordsim353"), evaluate_similarity(wv, "simlex999")
     return {"analogy_accuracy": add.accuracy, "analogy_covered": add.covered, "analogy_total": add.total,
             "ws353_spearman": ws.spearman, "simlex_spearman": sl.spearman}
-
-
-def select_known(wv: WordVectors, words: Sequence[str]) -> list[str]:
-    """The words of ``words`` that ``wv`` has, in order."""
-    return [w for w in words if w in wv]

@@ -128,12 +128,17 @@ def activation_explorer(activation: str = "tanh", sigma: float = 1.0):
     return box
 
 
+def _table(scored: list[tuple[str, float]]) -> str:
+    """(word, cosine) pairs as an HTML table."""
+    rows = "".join(f"<tr><td>{html.escape(w)}</td><td>{s:.3f}</td></tr>" for w, s in scored)
+    return f"<table>{rows}</table>"
+
+
 def _neighbours_html(kv, word: str, k: int) -> str:
     word = word.strip().lower()
     if word not in kv.key_to_index:
         return f"<p><b>{html.escape(word) or '(empty)'}</b> is not in the vocabulary ({len(kv)} words).</p>"
-    rows = "".join(f"<tr><td>{html.escape(w)}</td><td>{s:.3f}</td></tr>" for w, s in kv.most_similar(word, topn=k))
-    return f"<p>Nearest neighbours of <b>{html.escape(word)}</b> (cosine):</p><table>{rows}</table>"
+    return f"<p>Nearest neighbours of <b>{html.escape(word)}</b> (cosine):</p>{_table(kv.most_similar(word, topn=k))}"
 
 
 def _analogy_html(kv, a: str, b: str, c: str, k: int) -> str:
@@ -143,9 +148,8 @@ def _analogy_html(kv, a: str, b: str, c: str, k: int) -> str:
         return f"<p>Not in the vocabulary: {', '.join('<b>' + html.escape(w) + '</b>' for w in unknown)}.</p>"
     # 3CosAdd with gensim: the words closest to b - a + c, the three query words excluded
     best = kv.most_similar(positive=[b, c], negative=[a], topn=k)
-    rows = "".join(f"<tr><td>{html.escape(w)}</td><td>{s:.3f}</td></tr>" for w, s in best)
     return (f"<p><b>{html.escape(a)}</b> is to <b>{html.escape(b)}</b> as <b>{html.escape(c)}</b> is to "
-            f"<b>{html.escape(best[0][0])}</b></p><table>{rows}</table>")
+            f"<b>{html.escape(best[0][0])}</b></p>{_table(best)}")
 
 
 def embedding_explorer(vectors, word: str = "king", analogy: tuple[str, str, str] = ("man", "woman", "king"),

@@ -1,7 +1,8 @@
 """word2vec: skip-gram and CBOW with negative sampling (Mikolov et al., 2013a,b), batched in PyTorch.
 
-Shapes: V vocabulary, D vector size, n centre positions in a batch, C = 2 * window context slots of a
-centre (padded), K negatives per centre.
+Shapes: V vocabulary, D vector size, n centre positions in a step, C = 2 * r context slots of a centre
+drawn with radius r (a step updates the centres of one radius; a slot past a sentence end is empty),
+K negatives per centre.
 
 Two matrices are learned: ``W_in`` (V, D), the *input* vectors (the word vectors we keep), and
 ``W_out`` (V, D), the *output* vectors that score a word as the target of a prediction.
@@ -30,8 +31,7 @@ This module holds the course's reference trainer. The assignment asks students t
 """
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -197,7 +197,6 @@ class Word2Vec:
         every = max(1, total // max(1, reports))
         history = History()
         done, next_report, loss_sum, pairs = 0, every, 0.0, 0
-        start = time.perf_counter()
         bar = tqdm(total=total, unit="word", unit_scale=True, disable=not _progress_default(progress),
                    desc=f"word2vec {cfg.architecture}")
         for epoch in range(cfg.epochs):
@@ -236,7 +235,6 @@ class Word2Vec:
                     next_report += every
             done += len(ids)
         bar.close()
-        self.seconds = time.perf_counter() - start
         if not bool(torch.isfinite(self.W_in).all()):  # (the zero row too: a NaN gradient would reach it)
             raise FloatingPointError("word2vec diverged (non-finite vectors): lower lr or batch_size")
         return history
@@ -244,18 +242,6 @@ class Word2Vec:
     def vectors(self) -> WordVectors:
         """The input vectors ``W_in`` (the word vectors word2vec keeps), on the CPU."""
         return WordVectors(self.words, self.W_in[:-1].detach().cpu().clone())
-
-    def state(self) -> dict:
-        return {"config": asdict(self.config), "words": self.words, "counts": self.counts,
-                "W_in": self.W_in[:-1].cpu(), "W_out": self.W_out.cpu()}
-
-
-def train_word2vec(corpus: WordCorpus, config: Word2VecConfig | None = None,
-                   device: str | torch.device | None = "cpu", progress: bool | None = None) -> tuple[Word2Vec, History]:
-    """Build and train a model; returns ``(model, history)``."""
-    model = Word2Vec(config or Word2VecConfig(), corpus, device)
-    history = model.fit(corpus, progress=progress)
-    return model, history
 
 
 def full_softmax_flops(vocab_size: int, dim: int) -> int:
@@ -268,11 +254,5 @@ def negative_sampling_flops(negatives: int, dim: int) -> int:
     return (1 + negatives) * dim
 
 
-def expected_context_size(window: int) -> float:
-    """Mean number of context words per centre with a dynamic window (radius uniform in 1..window),
-    ignoring sentence boundaries: 2 * (window + 1) / 2."""
-    return float(window + 1)
-
-
-__all__ = ["ARCHITECTURES", "Word2VecConfig", "Word2Vec", "keep_probability", "train_word2vec",
-           "full_softmax_flops", "negative_sampling_flops", "expected_context_size"]
+__all__ = ["ARCHITECTURES", "Word2VecConfig", "Word2Vec", "keep_probability", "full_softmax_flops",
+           "negative_sampling_flops"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.spec import Part
+from grader.spec import Part, make_case
 from nlpcourse.checking import Case
 
 NOTEBOOK = "backprop.ipynb"
@@ -145,20 +145,6 @@ def _labels(g, B, K):
     return torch.randint(K, (B,), generator=g, dtype=torch.long)
 
 
-def _to(obj, device):
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, dict):
-        return {k: _to(v, device) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_to(v, device) for v in obj]
-    return obj
-
-
-def _case(name, args, device, **tol):
-    return Case(name, _to(list(args), device), device, **tol)
-
-
 def _with_zeros(g, shape, dtype):
     """Random values with about a third of the entries exactly 0 (+0.0 and -0.0)."""
     Z = _randn(g, *shape, dtype=dtype)
@@ -182,17 +168,17 @@ _LINEAR_SHAPES = [
 
 
 def linear_forward_cases(g: torch.Generator, device: str) -> list[Case]:
-    cases = [_case(name, (_randn(g, B, D, dtype=dt), _randn(g, H, D, dtype=dt), _randn(g, H, dtype=dt)), device)
+    cases = [make_case(name, (_randn(g, B, D, dtype=dt), _randn(g, H, D, dtype=dt), _randn(g, H, dtype=dt)), device)
              for name, B, D, H, dt in _LINEAR_SHAPES]
-    cases.append(_case("zero inputs: every row is the bias (B=3 D=2 H=4) float64",
+    cases.append(make_case("zero inputs: every row is the bias (B=3 D=2 H=4) float64",
                        (torch.zeros(3, 2, dtype=f64), _randn(g, 4, 2), _randn(g, 4)), device))
     return cases
 
 
 def linear_backward_cases(g: torch.Generator, device: str) -> list[Case]:
-    cases = [_case(name, (_randn(g, B, H, dtype=dt), _randn(g, B, D, dtype=dt), _randn(g, H, D, dtype=dt)), device)
+    cases = [make_case(name, (_randn(g, B, H, dtype=dt), _randn(g, B, D, dtype=dt), _randn(g, H, D, dtype=dt)), device)
              for name, B, D, H, dt in _LINEAR_SHAPES]
-    cases.append(_case("zero upstream gradient (B=3 D=2 H=4) float64",
+    cases.append(make_case("zero upstream gradient (B=3 D=2 H=4) float64",
                        (torch.zeros(3, 4, dtype=f64), _randn(g, 3, 2), _randn(g, 4, 2)), device))
     return cases
 
@@ -209,18 +195,18 @@ _ELEMENTWISE = [
 
 
 def relu_forward_cases(g: torch.Generator, device: str) -> list[Case]:
-    cases = [_case(name, (_randn(g, *shape, dtype=dt, scale=s),), device) for name, shape, dt, s in _ELEMENTWISE]
-    cases.append(_case("exact zeros (+0.0 and -0.0) (6, 5) float64", (_with_zeros(g, (6, 5), f64),), device))
-    cases.append(_case("all negative (3, 4) float64", (-_randn(g, 3, 4).abs() - 0.1,), device))
+    cases = [make_case(name, (_randn(g, *shape, dtype=dt, scale=s),), device) for name, shape, dt, s in _ELEMENTWISE]
+    cases.append(make_case("exact zeros (+0.0 and -0.0) (6, 5) float64", (_with_zeros(g, (6, 5), f64),), device))
+    cases.append(make_case("all negative (3, 4) float64", (-_randn(g, 3, 4).abs() - 0.1,), device))
     return cases
 
 
 def relu_backward_cases(g: torch.Generator, device: str) -> list[Case]:
-    cases = [_case(name, (_randn(g, *shape, dtype=dt), _randn(g, *shape, dtype=dt, scale=s)), device)
+    cases = [make_case(name, (_randn(g, *shape, dtype=dt), _randn(g, *shape, dtype=dt, scale=s)), device)
              for name, shape, dt, s in _ELEMENTWISE]
-    cases.append(_case("Z with exact zeros: gradient 0 there (6, 5) float64",
+    cases.append(make_case("Z with exact zeros: gradient 0 there (6, 5) float64",
                        (_randn(g, 6, 5), _with_zeros(g, (6, 5), f64)), device))
-    cases.append(_case("Z with exact zeros: gradient 0 there (6, 5) float32",
+    cases.append(make_case("Z with exact zeros: gradient 0 there (6, 5) float32",
                        (_randn(g, 6, 5, dtype=f32), _with_zeros(g, (6, 5), f32)), device))
     return cases
 
@@ -232,21 +218,21 @@ _TANH_EXTRA = [
 
 
 def tanh_forward_cases(g: torch.Generator, device: str) -> list[Case]:
-    cases = [_case(name, (_randn(g, *shape, dtype=dt, scale=2.0),), device)
+    cases = [make_case(name, (_randn(g, *shape, dtype=dt, scale=2.0),), device)
              for name, shape, dt, s in _ELEMENTWISE if s == 1.0]
-    cases.append(_case("large |Z| (5, 4) float32, scale 1000", (_randn(g, 5, 4, dtype=f32, scale=1000.0),), device))
-    cases += [_case(name, (Z.to(f64),), device) for name, Z in _TANH_EXTRA]
+    cases.append(make_case("large |Z| (5, 4) float32, scale 1000", (_randn(g, 5, 4, dtype=f32, scale=1000.0),), device))
+    cases += [make_case(name, (Z.to(f64),), device) for name, Z in _TANH_EXTRA]
     return cases
 
 
 def tanh_backward_cases(g: torch.Generator, device: str) -> list[Case]:
     """Arguments (dA, A) with A = tanh(Z) for random Z, as the forward pass would hand them over."""
-    cases = [_case(name.replace("random", "random Z"),
+    cases = [make_case(name.replace("random", "random Z"),
                    (_randn(g, *shape, dtype=dt), torch.tanh(_randn(g, *shape, dtype=dt, scale=2.0))), device)
              for name, shape, dt, s in _ELEMENTWISE if s == 1.0]
-    cases.append(_case("saturated A = tanh(+-1000) = +-1 (5, 4) float32",
+    cases.append(make_case("saturated A = tanh(+-1000) = +-1 (5, 4) float32",
                        (_randn(g, 5, 4, dtype=f32), torch.tanh(_randn(g, 5, 4, dtype=f32, scale=1000.0))), device))
-    cases += [_case(name.replace("|Z|", "|Z|, A = tanh(Z),"), (_randn(g, *Z.shape), torch.tanh(Z.to(f64))), device)
+    cases += [make_case(name.replace("|Z|", "|Z|, A = tanh(Z),"), (_randn(g, *Z.shape), torch.tanh(Z.to(f64))), device)
               for name, Z in _TANH_EXTRA]
     return cases
 
@@ -268,15 +254,15 @@ def _logits_cases(g: torch.Generator, device: str, with_labels: bool) -> list[Ca
     for name, Z in specs:
         B, K = Z.shape
         args = (Z, _labels(g, B, K)) if with_labels else (Z,)
-        cases.append(_case(name, args, device))
+        cases.append(make_case(name, args, device))
     if with_labels:
         # the right class has by far the lowest logit: the loss is about 2000, with no overflow allowed
         Z = torch.tensor([[1000.0, -1000.0, 0.0], [-1000.0, 1000.0, 500.0]], dtype=f32)
-        cases.append(_case("large logits, wrong class wins by 2000 (B=2 K=3) float32",
+        cases.append(make_case("large logits, wrong class wins by 2000 (B=2 K=3) float32",
                            (Z, torch.tensor([1, 0])), device))
     else:
-        cases.append(_case("1-D vector (K=6) float64", (_randn(g, 6),), device))
-        cases.append(_case("3-D batch of sequences (2, 3, 5) float32", (_randn(g, 2, 3, 5, dtype=f32),), device))
+        cases.append(make_case("1-D vector (K=6) float64", (_randn(g, 6),), device))
+        cases.append(make_case("3-D batch of sequences (2, 3, 5) float32", (_randn(g, 2, 3, 5, dtype=f32),), device))
     return cases
 
 
@@ -323,11 +309,11 @@ def _mlp_specs(g: torch.Generator):
 
 
 def mlp_logits_cases(g: torch.Generator, device: str) -> list[Case]:
-    return [_case(name, (params, X, act), device) for name, params, X, y, act in _mlp_specs(g)]
+    return [make_case(name, (params, X, act), device) for name, params, X, y, act in _mlp_specs(g)]
 
 
 def mlp_loss_and_grads_cases(g: torch.Generator, device: str) -> list[Case]:
-    return [_case(name, (params, X, y, act), device) for name, params, X, y, act in _mlp_specs(g)]
+    return [make_case(name, (params, X, y, act), device) for name, params, X, y, act in _mlp_specs(g)]
 
 
 def sgd_step_cases(g: torch.Generator, device: str) -> list[Case]:
@@ -337,12 +323,12 @@ def sgd_step_cases(g: torch.Generator, device: str) -> list[Case]:
     p64, p32, p_big = _params(g, 3, 5, 2), _params(g, 10, 16, 4, f32), _params(g, 4, 6, 3)
     one = {"w": _randn(g, 3)}
     return [
-        _case("MLP parameters float64, lr=0.1", (p64, grads_like(p64), 0.1), device),
-        _case("MLP parameters float32, lr=0.5", (p32, grads_like(p32), 0.5), device),
-        _case("lr=0: parameters unchanged, float64", (p_big, grads_like(p_big), 0.0), device),
-        _case("zero gradients, lr=1.0, float64", (p64, {k: torch.zeros_like(v) for k, v in p64.items()}, 1.0), device),
-        _case("one parameter, integer lr=2, float64", (one, grads_like(one), 2), device),
-        _case("large gradients (scale 1e6), lr=1e-3, float32", (p32, grads_like(p32, 1e6), 1e-3), device),
+        make_case("MLP parameters float64, lr=0.1", (p64, grads_like(p64), 0.1), device),
+        make_case("MLP parameters float32, lr=0.5", (p32, grads_like(p32), 0.5), device),
+        make_case("lr=0: parameters unchanged, float64", (p_big, grads_like(p_big), 0.0), device),
+        make_case("zero gradients, lr=1.0, float64", (p64, {k: torch.zeros_like(v) for k, v in p64.items()}, 1.0), device),
+        make_case("one parameter, integer lr=2, float64", (one, grads_like(one), 2), device),
+        make_case("large gradients (scale 1e6), lr=1e-3, float32", (p32, grads_like(p32, 1e6), 1e-3), device),
     ]
 
 

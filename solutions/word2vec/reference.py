@@ -45,8 +45,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.spec import Part
+from grader.spec import Part, make_case
 from nlpcourse.checking import Case, Verdict, compare, compare_samples, value_and_grads
+from nlpcourse.vectors import WordVectors, read_analogies
 
 NOTEBOOK = "word2vec.ipynb"
 
@@ -173,18 +174,6 @@ def _loss_and_grads_check(names):
 f64, f32 = torch.float64, torch.float32
 
 
-def _to(obj, device):
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, (list, tuple)):
-        return [_to(v, device) for v in obj]
-    return obj
-
-
-def _case(name, args, device, **tol):
-    return Case(name, _to(list(args), device), device, **tol)
-
-
 def _randn(g, *shape, dtype=f64, scale=1.0):
     return torch.randn(*shape, generator=g, dtype=dtype) * scale
 
@@ -222,15 +211,15 @@ def keep_cases(g: torch.Generator, device: str) -> list[Case]:
     with_zeros = _austen_counts(g, 2000, top=60)
     with_zeros[torch.randperm(60, generator=g)[:8]] = 0.0
     return [
-        _case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-3", (real, 1e-3), device),
-        _case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-2", (real, 1e-2), device),
-        _case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-5", (real, 1e-5), device),
-        _case("Zipf counts 1000/r (V=40), t=0.01", (zipf, 0.01), device),
-        _case("counts with zeros (words never seen: kept), V=60, t=1e-3", (with_zeros, 1e-3), device),
-        _case("equal counts (V=10), t=0.02", (torch.full((10,), 7.0, dtype=f64), 0.02), device),
-        _case("one word (V=1), t=1e-3", (torch.tensor([42.0], dtype=f64), 1e-3), device),
-        _case("random counts (V=25), t=0.05", (torch.randint(1, 200, (25,), generator=g).double(), 0.05), device),
-        _case("t=1: every word kept", (real[:100].clone(), 1.0), device),
+        make_case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-3", (real, 1e-3), device),
+        make_case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-2", (real, 1e-2), device),
+        make_case(f"Austen word counts of 3,000 tokens (V={len(real)}), t=1e-5", (real, 1e-5), device),
+        make_case("Zipf counts 1000/r (V=40), t=0.01", (zipf, 0.01), device),
+        make_case("counts with zeros (words never seen: kept), V=60, t=1e-3", (with_zeros, 1e-3), device),
+        make_case("equal counts (V=10), t=0.02", (torch.full((10,), 7.0, dtype=f64), 0.02), device),
+        make_case("one word (V=1), t=1e-3", (torch.tensor([42.0], dtype=f64), 1e-3), device),
+        make_case("random counts (V=25), t=0.05", (torch.randint(1, 200, (25,), generator=g).double(), 0.05), device),
+        make_case("t=1: every word kept", (real[:100].clone(), 1.0), device),
     ]
 
 
@@ -250,17 +239,17 @@ def _radii(g, T: int, window: int) -> torch.Tensor:
 def pairs_cases(g: torch.Generator, device: str) -> list[Case]:
     cases = []
     for T, window in [(12, 5), (30, 5), (25, 2), (40, 10)]:
-        cases.append(_case(f"Austen sentence of {T} tokens, radii drawn from 1..{window}",
+        cases.append(make_case(f"Austen sentence of {T} tokens, radii drawn from 1..{window}",
                            (_sentence_ids(g, T), _radii(g, T, window)), device))
     cases += [
-        _case("one token (T=1): no pairs", (torch.tensor([7]), torch.tensor([3])), device),
-        _case("two tokens (T=2), radius 1", (torch.tensor([4, 9]), torch.tensor([1, 1])), device),
-        _case("radii larger than the sentence (T=5, radii 8..12)",
+        make_case("one token (T=1): no pairs", (torch.tensor([7]), torch.tensor([3])), device),
+        make_case("two tokens (T=2), radius 1", (torch.tensor([4, 9]), torch.tensor([1, 1])), device),
+        make_case("radii larger than the sentence (T=5, radii 8..12)",
               (_sentence_ids(g, 5), torch.randint(8, 13, (5,), generator=g)), device),
-        _case("repeated word ids (T=8: the same word four times)",
+        make_case("repeated word ids (T=8: the same word four times)",
               (torch.tensor([3, 3, 5, 3, 1, 3, 5, 5]), _radii(g, 8, 3)), device),
-        _case("every radius 1 (T=10)", (_sentence_ids(g, 10), torch.ones(10, dtype=torch.long)), device),
-        _case("random ids (V=1000), T=60, radii 1..5",
+        make_case("every radius 1 (T=10)", (_sentence_ids(g, 10), torch.ones(10, dtype=torch.long)), device),
+        make_case("random ids (V=1000), T=60, radii 1..5",
               (torch.randint(1000, (60,), generator=g), _radii(g, 60, 5)), device),
     ]
     return cases
@@ -275,13 +264,13 @@ def noise_cases(g: torch.Generator, device: str) -> list[Case]:
     with_zeros = few.clone()
     with_zeros[torch.randperm(50, generator=g)[:6]] = 0.0
     return [
-        _case(f"Austen word counts of 4,000 tokens (V={len(real)}), default power", (real,), device),
-        _case(f"Austen word counts of 4,000 tokens (V={len(real)}), power=0.75", (real, 0.75), device),
-        _case("Austen word counts (V=50), power=0.5", (few, 0.5), device),
-        _case("Austen word counts (V=50), power=1 (the unigram distribution)", (few, 1.0), device),
-        _case("Austen word counts (V=50), power=0 (uniform)", (few, 0.0), device),
-        _case("counts with zeros (V=50), default power", (with_zeros,), device),
-        _case("one word (V=1)", (torch.tensor([12.0], dtype=f64),), device),
+        make_case(f"Austen word counts of 4,000 tokens (V={len(real)}), default power", (real,), device),
+        make_case(f"Austen word counts of 4,000 tokens (V={len(real)}), power=0.75", (real, 0.75), device),
+        make_case("Austen word counts (V=50), power=0.5", (few, 0.5), device),
+        make_case("Austen word counts (V=50), power=1 (the unigram distribution)", (few, 1.0), device),
+        make_case("Austen word counts (V=50), power=0 (uniform)", (few, 0.0), device),
+        make_case("counts with zeros (V=50), default power", (with_zeros,), device),
+        make_case("one word (V=1)", (torch.tensor([12.0], dtype=f64),), device),
     ]
 
 
@@ -301,7 +290,7 @@ def draws_cases(g: torch.Generator, device: str) -> list[Case]:
     zeros = _zipf_noise(g, 6000, 250)
     zeros[torch.randperm(250, generator=g)[:25]] = 0.0  # words that must never be drawn
     specs.append(("noise with 25 zero probabilities, B=2500 K=10", zeros / zeros.sum(), 2500, 10))
-    return [_case(f"Austen noise distribution (V={len(p)}), {name}", (p, B, K, _randint(g, 0, 2**31 - 1)), device)
+    return [make_case(f"Austen noise distribution (V={len(p)}), {name}", (p, B, K, _randint(g, 0, 2**31 - 1)), device)
             for name, p, B, K in specs]
 
 
@@ -310,18 +299,18 @@ def draws_cases(g: torch.Generator, device: str) -> list[Case]:
 
 def log_sigmoid_cases(g: torch.Generator, device: str) -> list[Case]:
     return [
-        _case("random (5,) float64", (_randn(g, 5, scale=3.0),), device),
-        _case("random (4, 6) float32", (_randn(g, 4, 6, dtype=f32, scale=3.0),), device),
-        _case("3-D (2, 3, 4) float64", (_randn(g, 2, 3, 4, scale=3.0),), device),
-        _case("0-d tensor float64", (torch.tensor(0.3, dtype=f64),), device),
-        _case("zeros (3,) float64", (torch.zeros(3, dtype=f64),), device),
-        _case("around +-50 (6,) float32", (50.0 * torch.tensor([1., -1, 1, -1, 1, -1], dtype=f32)
+        make_case("random (5,) float64", (_randn(g, 5, scale=3.0),), device),
+        make_case("random (4, 6) float32", (_randn(g, 4, 6, dtype=f32, scale=3.0),), device),
+        make_case("3-D (2, 3, 4) float64", (_randn(g, 2, 3, 4, scale=3.0),), device),
+        make_case("0-d tensor float64", (torch.tensor(0.3, dtype=f64),), device),
+        make_case("zeros (3,) float64", (torch.zeros(3, dtype=f64),), device),
+        make_case("around +-50 (6,) float32", (50.0 * torch.tensor([1., -1, 1, -1, 1, -1], dtype=f32)
                                            + _randn(g, 6, dtype=f32),), device),
-        _case("around +-100 (6,) float32", (100.0 * torch.tensor([1., -1, 1, -1, 1, -1], dtype=f32)
+        make_case("around +-100 (6,) float32", (100.0 * torch.tensor([1., -1, 1, -1, 1, -1], dtype=f32)
                                             + _randn(g, 6, dtype=f32),), device),
-        _case("+-1000 (4,) float32", (torch.tensor([1000., -1000., 700., -800.], dtype=f32),), device),
-        _case("+-1000 (4,) float64", (torch.tensor([1000., -1000., 750., -720.], dtype=f64),), device),
-        _case("random scale 1000 (3, 5) float64", (_randn(g, 3, 5, scale=1000.0),), device),
+        make_case("+-1000 (4,) float32", (torch.tensor([1000., -1000., 700., -800.], dtype=f32),), device),
+        make_case("+-1000 (4,) float64", (torch.tensor([1000., -1000., 750., -720.], dtype=f64),), device),
+        make_case("random scale 1000 (3, 5) float64", (_randn(g, 3, 5, scale=1000.0),), device),
     ]
 
 
@@ -363,7 +352,7 @@ def sgns_cases(g: torch.Generator, device: str) -> list[Case]:
     v_c = torch.tensor([[10.0, 0.0]], dtype=f32)
     specs.append(("hand-made scores -1000 (true word) and +-1000 (noise), B=1 K=2 float32", v_c,
                   torch.tensor([[-100.0, 3.0]], dtype=f32), torch.tensor([[[100.0, -1.0], [-100.0, 2.0]]], dtype=f32)))
-    return [_case(name, (v_c, u_o, u_neg), device) for name, v_c, u_o, u_neg in specs]
+    return [make_case(name, (v_c, u_o, u_neg), device) for name, v_c, u_o, u_neg in specs]
 
 
 # ------------------------------------------------------------------ 5. CBOW
@@ -412,11 +401,11 @@ def _cbow_specs(g):
 
 
 def cbow_hidden_cases(g: torch.Generator, device: str) -> list[Case]:
-    return [_case(name, (W_in, context, mask), device) for name, (W_in, _, context, mask, _, _) in _cbow_specs(g)]
+    return [make_case(name, (W_in, context, mask), device) for name, (W_in, _, context, mask, _, _) in _cbow_specs(g)]
 
 
 def cbow_loss_cases(g: torch.Generator, device: str) -> list[Case]:
-    return [_case(name, spec, device) for name, spec in _cbow_specs(g)]
+    return [make_case(name, spec, device) for name, spec in _cbow_specs(g)]
 
 
 # ------------------------------------------------------------------ 6. analogies
@@ -445,29 +434,18 @@ def _questions(g, E, Q, need, tries=20):
 
 @lru_cache(maxsize=1)
 def _real_vectors() -> tuple[list[str], torch.Tensor]:
-    from gensim.models import KeyedVectors
-
-    if not VECTORS.is_file():
-        raise FileNotFoundError(f"{VECTORS} is missing: the real analogy case needs the course's skip-gram vectors")
-    kv = KeyedVectors.load_word2vec_format(str(VECTORS), binary=True, limit=ANALOGY_VOCAB)
-    return list(kv.index_to_key), torch.tensor(kv.vectors, dtype=f32)
+    wv = WordVectors.load(VECTORS, limit=ANALOGY_VOCAB)  # a DataError naming the file if it is missing
+    return wv.words, wv.vectors
 
 
 @lru_cache(maxsize=1)
 def _real_questions() -> tuple[tuple[int, int, int], ...]:
     """Every question of questions-words.txt whose four words are among the first ANALOGY_VOCAB words."""
-    from gensim.test.utils import datapath
-
     words, E = _real_vectors()
     index = {w: i for i, w in enumerate(words)}
-    out = []
-    for line in Path(datapath("questions-words.txt")).read_text().splitlines():
-        if line.startswith(":"):
-            continue
-        q = line.lower().split()
-        if len(q) == 4 and all(w in index for w in q) and len(set(q[:3])) == 3:
-            out.append(tuple(index[w] for w in q[:3]))
-    return tuple(sorted(set(out)))
+    out = {tuple(index[w] for w in q[:3]) for _, q in read_analogies()
+           if all(w in index for w in q) and len(set(q[:3])) == 3}
+    return tuple(sorted(out))
 
 
 def _real_analogy_case(g, device, Q=8):
@@ -475,7 +453,7 @@ def _real_analogy_case(g, device, Q=8):
     pool = torch.tensor(_real_questions(), dtype=torch.long)
     pool = pool[torch.randperm(len(pool), generator=g)]
     pool = pool[_margin_ok(E, pool[:, 0], pool[:, 1], pool[:, 2], 1e-4)][:Q]
-    return _case(f"real vectors: the course's skip-gram vectors of the {len(words)} most frequent words (D="
+    return make_case(f"real vectors: the course's skip-gram vectors of the {len(words)} most frequent words (D="
                  f"{E.shape[1]}) float32, {len(pool)} questions of questions-words.txt",
                  (E, pool[:, 0].clone(), pool[:, 1].clone(), pool[:, 2].clone()), device)
 
@@ -486,18 +464,18 @@ def analogy_cases(g: torch.Generator, device: str) -> list[Case]:
                               ("random V=300 D=20 Q=20 float32", 300, 20, 20, f32),
                               ("one question (Q=1), V=40 D=8 float64", 40, 8, 1, f64)]:
         E = _randn(g, V, D, dtype=dt)
-        cases.append(_case(name + " (the best-scoring word is a query word unless they are excluded)",
+        cases.append(make_case(name + " (the best-scoring word is a query word unless they are excluded)",
                            (E, *_questions(g, E, Q, 1e-4 if dt == f32 else 1e-9)), device))
     # rows of very different lengths: without normalisation the long rows win every question
     E = _randn(g, 100, 12) * torch.exp(1.5 * _randn(g, 100, 1))
-    cases.append(_case("rows of very different norms (0.01 to 100), V=100 D=12 Q=10 float64",
+    cases.append(make_case("rows of very different norms (0.01 to 100), V=100 D=12 Q=10 float64",
                        (E, *_questions(g, E, 10, 1e-9)), device))
     # the answer's direction is close to c: a cluster of near-synonyms of c, one of them the answer
     E = _randn(g, 60, 10)
     E[1:6] = E[0] + 0.05 * _randn(g, 5, 10)  # words 1..5 are near-copies of word 0
     a, b = torch.tensor([10, 20, 30]), torch.tensor([11, 21, 31])
     c = torch.tensor([0, 0, 0])
-    cases.append(_case("near-copies of c (a word and its spelling variants), V=60 D=10 Q=3 float64",
+    cases.append(make_case("near-copies of c (a word and its spelling variants), V=60 D=10 Q=3 float64",
                        (E, a, b, c), device))
     cases.append(_real_analogy_case(g, device))
     return cases
