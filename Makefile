@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine:
 #   make book   set up .venv, install, build the whole book (every chapter executed, offline) into _build/html
-#   make test   same set-up, build the book (cached), then run the whole test suite
+#   make test   same set-up, build the book (cached), then the linter and the whole test suite
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -52,10 +52,12 @@ sysdeps:
 	  else echo "missing Debian packages (install them for the full test suite):$$missing"; fi; \
 	fi
 
-# nbval re-runs every executed chapter and compares its outputs with the build's (determinism).
+# ruff (configured in pyproject.toml) first; then nbval re-runs every executed chapter and compares
+# its outputs with the build's (determinism).
 test: setup sysdeps book
+	$(VENV)/bin/ruff check .
 	$(PY) scripts/executed_chapters.py --out _build/executed
-	$(PY) -m pytest -n 2 --dist loadfile tests _build/executed/book \
+	$(PY) -m pytest -n 2 --dist loadfile tests solutions _build/executed/book \
 	  --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 clean:

@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from grader.course import load_assignment, load_bugs
+from grader.submissions import release_notebook, submission, with_bug, write
 
-from backprop_bugs import BUGS  # noqa: E402
-from submissions import release_notebook, submission, with_bug, write  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+BUGS = load_bugs(load_assignment("backprop"))
 
 BIN = Path(sys.executable).parent
 
@@ -44,7 +44,7 @@ def mixed_submissions(n: int) -> list[tuple[str, object]]:
             subs.append((f"blank{i:02d}", release_notebook("backprop")))
         else:
             bug = BUGS[i % len(BUGS)]
-            subs.append((f"bug{i:02d}", with_bug("backprop", bug.cell, bug.old, bug.new)))
+            subs.append((f"bug{i:02d}", with_bug("backprop", bug)))
     return subs
 
 
@@ -59,7 +59,7 @@ def bench_nbgrader(subs, tmp: Path) -> float:
     course = tmp / "nbgrader"
     (course / "source").mkdir(parents=True)
     shutil.copytree(ROOT / "solutions" / "backprop", course / "source" / "backprop",
-                    ignore=shutil.ignore_patterns("reference.py", "__pycache__"))
+                    ignore=shutil.ignore_patterns("reference.py", "bugs.py", "test_*.py", "__pycache__"))
     (course / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.course_id = 'bench'\n")
     run([str(BIN / "nbgrader"), "generate_assignment", "backprop", "--force"], course)
     for student, nb in subs:

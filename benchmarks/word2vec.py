@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The course's word2vec trainer against gensim's ``Word2Vec``, on the same corpus, in one run.
 
 Both train skip-gram with negative sampling with the same settings (dimension, window, negatives,
@@ -27,19 +26,14 @@ import logging
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from nlpcourse.data.word_corpus import bundled_sentences, build_word_corpus  # noqa: E402
-from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig  # noqa: E402
-from nlpcourse.vectors import WordVectors, evaluate_all  # noqa: E402
+from nlpcourse.data.word_corpus import build_word_corpus, bundled_sentences
+from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig
+from nlpcourse.vectors import WordVectors, evaluate_all
 
 KEYS = ("analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s")
 

@@ -22,16 +22,23 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds, LimitOutput,
-                                    OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    DeduplicateIds,
+    LimitOutput,
+    OverwriteCells,
+    OverwriteKernelspec,
+    SaveAutoGrades,
+)
 
 from .course import REPO, SOLUTIONS, Assignment, GraderError, load_assignment, nbgrader_config, safe_id
 from .worker import Job, finalize
@@ -197,107 +204,162 @@ def ensure_released(a: Assignment, course_dir: Path) -> None:
             return
         except MissingEntry:
             pass
-    from .release import generate
     import tempfile
+
+    from .release import generate
 
     with tempfile.TemporaryDirectory() as tmp:
         generate(a.name, Path(tmp), course_dir)
 
 
-def autograde(assignment: str, submissions: Path, course_dir: Path, workers: int = 2, cell_timeout: int = 60,
-              notebook_timeout: int = 900, memory_gib: float = 4.0, force: bool = False,
-              progress: Callable[[str, dict], None] | None = None) -> list[dict]:
-    """Grade every submission in ``submissions``; return one result per student (also written to disk)."""
-    a = load_assignment(assignment)
-    if workers < 1:
-        raise GraderError(f"--workers must be >= 1, got {workers}")
-    course_dir = course_dir.resolve()
-    course_dir.mkdir(parents=True, exist_ok=True)
+@dataclass
+class Limits:
+    """How much each submission may take."""
+
+    workers: int = 2  # submissions graded at once, each by a worker process of its own
+    cell_timeout: int = 60  # seconds a cell may run before its kernel is interrupted
+    notebook_timeout: int = 900  # seconds a whole notebook may run before its worker is killed
+    memory_gib: float = 4.0  # address-space limit of each kernel
+    interrupt_grace: float = 10.0  # seconds an interrupted cell has to stop before its kernel is stopped
+
+    def check(self) -> None:
+        if self.workers < 1:
+            raise GraderError(f"--workers must be >= 1, got {self.workers}")
+        for name in ("cell_timeout", "notebook_timeout", "memory_gib", "interrupt_grace"):
+            if getattr(self, name) <= 0:
+                raise GraderError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
+
+
+def check_ready(a: Assignment, course_dir: Path) -> None:
+    """The gradebook knows the assignment, and ``notebooks/`` is what a release of ``solutions/`` makes
+    today (answer cells missing from a submission are filled from the release: it must be current)."""
     ensure_released(a, course_dir)
     from .release import is_up_to_date
 
     fresh, why = is_up_to_date(a.name, course_dir)
-    if not fresh:  # answer cells missing from a submission are filled from the release: it must be current
+    if not fresh:
         raise GraderError(f"the release is out of date with solutions/{a.name}: {why}")
-    work = course_dir / "work" / a.name
-    work.mkdir(parents=True, exist_ok=True)
+
+
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def plan(a: Assignment, sub: Submission, course_dir: Path, limits: Limits, hide: list[str],
+         force: bool) -> tuple[Job, Path, dict | None]:
+    """Decide what to do with one student's folder: ``(job, workdir, result)``, where ``result`` is the
+    earlier run's when it is already in the gradebook (nothing to do), and None when the job is pending
+    (scored but not recorded yet, or to grade now: its work folder is then made afresh)."""
+    wd = course_dir / "work" / a.name / sub.student
+    digest = _sha256(sub.notebook)
+    job = Job(a.name, sub.student, str(sub.notebook) if sub.notebook else None, str(wd),
+              _seed(course_dir, a.name, sub.student), cell_timeout=limits.cell_timeout,
+              interrupt_grace=limits.interrupt_grace, memory_bytes=int(limits.memory_gib * 2**30), hide=hide,
+              note=sub.note)
+    if not force and (wd / "recorded.json").exists() and _read_json(wd / "recorded.json").get("sha256") == digest:
+        return job, wd, _read_json(wd / "result.json")  # graded and recorded by an earlier run
+    if not force and (wd / "result.json").exists() and (wd / "job.json").exists() \
+            and _read_json(wd / "job.json").get("digest") == digest:
+        return job, wd, None  # scored by an earlier run, not yet recorded
+    if wd.exists():
+        shutil.rmtree(wd)
+    wd.mkdir(parents=True)
+    if sub.status_hint:  # invalid or missing: nothing to run
+        from .worker import write_result, zero_scores
+
+        write_result(wd, job, sub.status_hint, sub.note, zero_scores(a))
+        return job, wd, None
+    (wd / "submitted").mkdir()
+    copy = wd / "submitted" / a.notebook
+    shutil.copy(sub.notebook, copy)  # the kernel never sees the submissions folder itself
+    job.submission = str(copy)
+    tmp = wd / "job.json.tmp"
+    tmp.write_text(json.dumps({**asdict(job), "digest": digest}, indent=1))
+    tmp.replace(wd / "job.json")
+    return job, wd, None
+
+
+class WorkerPool:
+    """``limits.workers`` long-lived worker processes; ``grade`` borrows one for one submission."""
+
+    def __init__(self, course_dir: Path, limits: Limits):
+        self.limits = limits
+        self.idle: queue.Queue[WorkerProcess] = queue.Queue()
+        for i in range(limits.workers):
+            self.idle.put(WorkerProcess(int(limits.memory_gib * 2**30) + 3 * 2**30, course_dir / f"worker-{i}.log"))
+
+    def grade(self, job: Job, wd: Path) -> dict:
+        if (wd / "result.json").exists():  # scored by an earlier run: only the gradebook write is left
+            return _read_json(wd / "result.json")
+        clean = Job(**{k: v for k, v in _read_json(wd / "job.json").items() if k != "digest"})
+        (wd / "job.run.json").write_text(json.dumps(asdict(clean)))
+        worker = self.idle.get()
+        try:
+            return worker.grade(clean, wd / "job.run.json", self.limits.notebook_timeout)
+        finally:
+            self.idle.put(worker)
+
+    def close(self) -> None:
+        while not self.idle.empty():
+            self.idle.get().kill()
+
+
+def autograde(assignment: str, submissions: Path, course_dir: Path, limits: Limits | None = None,
+              force: bool = False, progress: Callable[[str, dict], None] | None = None) -> list[dict]:
+    """Grade every submission in ``submissions``; return one result per student (also written to disk).
+
+    The steps: check that the assignment is ready (:func:`check_ready`), find the student folders
+    (:func:`find_submissions`), decide for each what is left to do (:func:`plan`), then grade what is
+    pending on a :class:`WorkerPool` and write each result into the gradebook (:func:`grade_all`)."""
+    a = load_assignment(assignment)
+    limits = limits or Limits()
+    limits.check()
+    course_dir = course_dir.resolve()
+    course_dir.mkdir(parents=True, exist_ok=True)
+    check_ready(a, course_dir)
     subs = find_submissions(a, submissions.resolve())
     hide = sorted({str(p) for p in (REPO, SOLUTIONS, course_dir, submissions.resolve(), Path.home())})
     results: dict[str, dict] = {}
     pending: list[tuple[Job, Path]] = []
     for sub in subs:
-        wd = work / sub.student
-        state = wd / "recorded.json"
-        digest = _sha256(sub.notebook)
-        if not force and state.exists() and json.loads(state.read_text()).get("sha256") == digest:
-            results[sub.student] = json.loads((wd / "result.json").read_text())
-            continue  # graded and recorded by an earlier run
-        job = Job(a.name, sub.student, str(sub.notebook) if sub.notebook else None, str(wd),
-                  _seed(course_dir, a.name, sub.student), cell_timeout, int(memory_gib * 2**30), hide, sub.note)
-        if not force and (wd / "result.json").exists() and (wd / "job.json").exists() \
-                and json.loads((wd / "job.json").read_text()).get("digest") == digest:
-            pending.append((job, wd))  # scored by an earlier run, not yet recorded
-            continue
-        if wd.exists():
-            shutil.rmtree(wd)
-        wd.mkdir(parents=True)
-        if sub.status_hint:
-            from .worker import write_result, zero_scores
-            write_result(wd, job, sub.status_hint, sub.note, zero_scores(a))
+        job, wd, done = plan(a, sub, course_dir, limits, hide, force)
+        if done is not None:
+            results[sub.student] = done
+        else:
             pending.append((job, wd))
-            continue
-        (wd / "submitted").mkdir()
-        copy = wd / "submitted" / a.notebook
-        shutil.copy(sub.notebook, copy)  # the kernel never sees the submissions folder itself
-        job.submission = str(copy)
-        job.save(wd / "job.json.tmp")
-        data = json.loads((wd / "job.json.tmp").read_text())
-        data["digest"] = digest
-        (wd / "job.json.tmp").write_text(json.dumps(data))
-        job_path = wd / "job.json"
-        (wd / "job.json.tmp").replace(job_path)
-        pending.append((job, wd))
-
-    idle: queue.Queue[WorkerProcess] = queue.Queue()
-    for i in range(workers):
-        idle.put(WorkerProcess(int(memory_gib * 2**30) + 3 * 2**30, course_dir / f"worker-{i}.log"))
-
-    def run_one(job: Job, wd: Path) -> dict:
-        if (wd / "result.json").exists():
-            return json.loads((wd / "result.json").read_text())
-        clean = Job(**{k: v for k, v in json.loads((wd / "job.json").read_text()).items() if k != "digest"})
-        (wd / "job.run.json").write_text(json.dumps(clean.__dict__))
-        worker = idle.get()
-        try:
-            return worker.grade(clean, wd / "job.run.json", notebook_timeout)
-        finally:
-            idle.put(worker)
-
+    pool = WorkerPool(course_dir, limits)
     try:
-        _grade_all(pending, run_one, workers, a, course_dir, results, progress)
+        grade_all(pending, pool, a, course_dir, results, progress)
     finally:
-        while not idle.empty():
-            idle.get().kill()
+        pool.close()
     return [results[s.student] for s in subs if s.student in results]
 
 
-def _grade_all(pending, run_one, workers, a, course_dir, results, progress) -> None:
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_one, job, wd): (job, wd) for job, wd in pending}
+def record(a: Assignment, course_dir: Path, job: Job, wd: Path, result: dict) -> None:
+    """Write one result into nbgrader's gradebook, check that it reads back the same, then mark the
+    student done (``recorded.json``, with the digest of what was graded)."""
+    if result.get("executed") and (wd / "executed.ipynb").exists():
+        record_in_gradebook(a, course_dir, job.student, wd / "executed.ipynb")
+        recorded = gradebook_scores(course_dir, a, job.student) or {}
+        for cell, s in result["cells"].items():
+            if abs(recorded.get(cell, -1) - s["score"]) > 1e-6:
+                raise GraderError(f"gradebook disagrees for {job.student}/{cell}: "
+                                  f"{recorded.get(cell)} != {s['score']}")
+    tmp = wd / "recorded.json.tmp"
+    tmp.write_text(json.dumps({"sha256": _sha256(Path(job.submission)) if job.submission else "none"}))
+    tmp.replace(wd / "recorded.json")
+
+
+def grade_all(pending: list[tuple[Job, Path]], pool: WorkerPool, a: Assignment, course_dir: Path,
+              results: dict[str, dict], progress: Callable[[str, dict], None] | None) -> None:
+    """Grade the pending jobs, ``pool.limits.workers`` at a time; record each as it finishes (in this
+    process only: nbgrader's gradebook is one SQLite file)."""
+    with ThreadPoolExecutor(max_workers=pool.limits.workers) as threads:
+        futures = {threads.submit(pool.grade, job, wd): (job, wd) for job, wd in pending}
         for fut in as_completed(futures):
             job, wd = futures[fut]
             result = fut.result()
-            if result.get("executed") and (wd / "executed.ipynb").exists():
-                record_in_gradebook(a, course_dir, job.student, wd / "executed.ipynb")
-                recorded = gradebook_scores(course_dir, a, job.student) or {}
-                for cell, s in result["cells"].items():
-                    if abs(recorded.get(cell, -1) - s["score"]) > 1e-6:
-                        raise GraderError(f"gradebook disagrees for {job.student}/{cell}: "
-                                          f"{recorded.get(cell)} != {s['score']}")
-            sub_digest = _sha256(Path(job.submission)) if job.submission else "none"
-            tmp = wd / "recorded.json.tmp"
-            tmp.write_text(json.dumps({"sha256": sub_digest if job.submission else "none"}))
-            tmp.replace(wd / "recorded.json")
+            record(a, course_dir, job, wd, result)
             results[job.student] = result
             if progress:
                 progress(job.student, result)

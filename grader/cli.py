@@ -10,16 +10,21 @@ from pathlib import Path
 
 from .course import DEFAULT_COURSE_DIR, GraderError
 
+COURSE_DIR_HELP = "grading workspace: gradebook, autograded notebooks, feedback (default: _grading/)"
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grader", description="Release, grade and return the course's assignments.")
-    p.add_argument("--course-dir", type=Path, default=DEFAULT_COURSE_DIR,
-                   help="grading workspace: gradebook, autograded notebooks, feedback (default: _grading/)")
+    p.add_argument("--course-dir", type=Path, default=DEFAULT_COURSE_DIR, help=COURSE_DIR_HELP)
+    # --course-dir is accepted after the command too (`grader autograde A --course-dir X`); there its
+    # default is "not given", so that it does not undo a --course-dir given before the command.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--course-dir", type=Path, default=argparse.SUPPRESS, help=COURSE_DIR_HELP)
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("release", help="generate notebooks/ASSIGNMENT from solutions/ASSIGNMENT")
+    r = sub.add_parser("release", parents=[common], help="generate notebooks/ASSIGNMENT from solutions/ASSIGNMENT")
     r.add_argument("assignment")
     r.add_argument("--check", action="store_true", help="only check that notebooks/ is up to date")
-    g = sub.add_parser("autograde", help="grade a folder of submissions")
+    g = sub.add_parser("autograde", parents=[common], help="grade a folder of submissions")
     g.add_argument("assignment")
     g.add_argument("--submissions", type=Path, required=True,
                    help="folder of <student_id>/<notebook>.ipynb (or nbgrader's submitted/ layout)")
@@ -27,10 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
     g.add_argument("--notebook-timeout", type=int, default=900, help="seconds a notebook may run (default 900)")
     g.add_argument("--memory-gib", type=float, default=4.0, help="memory limit of each kernel (default 4)")
+    g.add_argument("--interrupt-grace", type=float, default=10.0,
+                   help="seconds an interrupted cell has to stop before its kernel is stopped (default 10)")
     g.add_argument("--force", action="store_true", help="grade again what an earlier run already graded")
-    f = sub.add_parser("feedback", help="write one HTML feedback file per student")
+    f = sub.add_parser("feedback", parents=[common], help="write one HTML feedback file per student")
     f.add_argument("assignment")
-    e = sub.add_parser("export", help="write the grades as CSV")
+    e = sub.add_parser("export", parents=[common], help="write the grades as CSV")
     e.add_argument("assignment")
     e.add_argument("--csv", type=Path, required=True, help="output file")
     return p
@@ -54,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             out = release(args.assignment, course_dir)
             print(f"released {args.assignment} into {out}")
         elif args.command == "autograde":
-            from .autograde import autograde
+            from .autograde import Limits, autograde
             from .sandbox import sandbox_available
 
             if not sandbox_available():
@@ -64,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             def show(student: str, r: dict) -> None:
                 print(f"{student}: {r['status']} {r['score']:g}/{r['max_score']:g}  {r['message']}", flush=True)
 
-            results = autograde(args.assignment, args.submissions, course_dir, args.workers, args.cell_timeout,
-                                args.notebook_timeout, args.memory_gib, args.force, progress=show)
+            limits = Limits(args.workers, args.cell_timeout, args.notebook_timeout, args.memory_gib,
+                            args.interrupt_grace)
+            results = autograde(args.assignment, args.submissions, course_dir, limits, args.force, progress=show)
             print(f"{len(results)} submissions graded; results in {course_dir}")
         elif args.command == "feedback":
             from .feedback import feedback

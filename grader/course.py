@@ -11,18 +11,20 @@ from types import ModuleType
 
 from traitlets.config import Config
 
+from nlpcourse.errors import CourseError
+
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"  # nbgrader source: solutions + hidden tests + reference.py (private)
 RELEASE = REPO / "notebooks"  # nbgrader release: what students get (public)
 DEFAULT_COURSE_DIR = REPO / "_grading"  # gradebook, submitted/, autograded/, feedback/ (private)
 COURSE_ID = "neural-nlp"
 #: Files of an assignment's source folder that never go to students nor into autograded folders.
-PRIVATE_FILES = ["reference.py", "__pycache__", "*.pyc", ".ipynb_checkpoints"]
+PRIVATE_FILES = ["reference.py", "bugs.py", "test_*.py", "__pycache__", "*.pyc", ".ipynb_checkpoints"]
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 
-class GraderError(Exception):
+class GraderError(CourseError):
     """A problem with the grader's input that stops the command (bad assignment name, bad folder...)."""
 
 
@@ -53,6 +55,10 @@ class Assignment:
         return SOLUTIONS / self.name / "reference.py"
 
     @property
+    def bugs_path(self) -> Path:
+        return SOLUTIONS / self.name / "bugs.py"
+
+    @property
     def notebook_id(self) -> str:
         return Path(self.notebook).stem
 
@@ -73,18 +79,41 @@ def load_assignment(name: str) -> Assignment:
     return Assignment(name, notebooks[0].name)
 
 
-def load_reference(assignment: Assignment) -> ModuleType:
-    """Import ``solutions/<name>/reference.py`` (in the grader's process only, never in a kernel)."""
-    module_name = f"_nlpcourse_reference_{assignment.name}"
+def _import_private(path: Path, module_name: str) -> ModuleType:
+    """Import a module of ``solutions/<name>/`` by path (once; it is cached in ``sys.modules``)."""
     if module_name in sys.modules:
         return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, assignment.reference_path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]  # a broken module is not cached as if it had loaded
+        raise
+    return module
+
+
+def load_reference(assignment: Assignment) -> ModuleType:
+    """Import ``solutions/<name>/reference.py`` (in the grader's process only, never in a kernel)."""
+    module = _import_private(assignment.reference_path, f"_nlpcourse_reference_{assignment.name}")
     if getattr(module, "NOTEBOOK", None) != assignment.notebook:
         raise GraderError(f"{assignment.reference_path}: NOTEBOOK should be {assignment.notebook!r}")
+    if not isinstance(getattr(module, "PARTS", None), dict) or not module.PARTS:
+        raise GraderError(f"{assignment.reference_path}: PARTS should be a non-empty dict of Part")
     return module
+
+
+def load_bugs(assignment: Assignment) -> list:
+    """The planted bugs of ``solutions/<name>/bugs.py`` (its ``BUGS``, a list of :class:`grader.spec.Bug`),
+    found the way ``reference.py`` is found; an assignment without the file has none."""
+    if not assignment.bugs_path.is_file():
+        return []
+    module = _import_private(assignment.bugs_path, f"_nlpcourse_bugs_{assignment.name}")
+    bugs = getattr(module, "BUGS", None)
+    if not isinstance(bugs, list):
+        raise GraderError(f"{assignment.bugs_path}: BUGS should be a list of grader.spec.Bug")
+    return bugs
 
 
 def nbgrader_config(course_dir: Path, release_dir: Path | None = None) -> Config:

@@ -10,7 +10,7 @@ from pathlib import Path
 from nbgrader.converters import GenerateAssignment
 from nbgrader.coursedir import CourseDirectory
 
-from .course import DEFAULT_COURSE_DIR, RELEASE, GraderError, load_assignment, nbgrader_config
+from .course import DEFAULT_COURSE_DIR, PRIVATE_FILES, RELEASE, GraderError, load_assignment, nbgrader_config
 
 #: Text that must never reach a student (nbgrader markers of solutions and hidden tests).
 LEAK_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "record(")
@@ -45,8 +45,8 @@ def _normalise(path: Path) -> None:
 def check_no_leak(folder: Path) -> None:
     """Refuse a release that carries a solution, a hidden test or a private file."""
     for path in folder.rglob("*"):
-        if path.name == "reference.py":
-            raise GraderError(f"release leak: {path} is a reference implementation")
+        if any(path.match(pattern) for pattern in PRIVATE_FILES):
+            raise GraderError(f"release leak: {path} is a private file of the assignment")
         if path.is_file() and path.suffix in (".ipynb", ".py", ".md", ".txt"):
             text = path.read_text(errors="replace")
             for marker in LEAK_MARKERS:

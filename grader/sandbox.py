@@ -121,7 +121,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """An (async, as nbclient needs) KernelManager whose kernel runs inside :func:`sandbox_prefix` and talks over IPC sockets."""
+    """An (async, as nbclient needs) KernelManager whose kernel runs inside :func:`sandbox_prefix` and
+    talks over IPC sockets."""
 
     workdir = Unicode("", help="the kernel's working folder, the only writable place").tag(config=True)
     hide = List(Unicode(), help="folders to hide from the kernel").tag(config=True)

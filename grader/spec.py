@@ -1,16 +1,19 @@
-"""What an assignment's reference module declares, so that the grader can grade it.
+"""What an assignment's private modules declare, so that the grader can grade it and the tests check it.
 
 ``solutions/<assignment>/reference.py`` defines ``NOTEBOOK`` (the notebook's file name) and
 ``PARTS``: one :class:`Part` per name that a hidden test passes to ``nlpcourse.checking.record``.
+``solutions/<assignment>/bugs.py`` defines ``BUGS``: the planted bugs, one :class:`Bug` each, that the
+grading test suite plants in the solution to check that the grader catches them where it should.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
-from nlpcourse.checking import Case, Verdict, to_device
+from nlpcourse.checking import Case, Verdict, copy_to
 
 #: A part's own comparison: ``check(expected, got, case, device) -> Verdict``, where ``expected`` is what the
 #: reference returned for the case and ``device`` the device the output must be on (None: not checked).
@@ -37,4 +40,19 @@ def make_case(name: str, args: Sequence[Any], device: str, rtol: float | None = 
               atol: float | None = None) -> Case:
     """A case whose tensor arguments (inside lists, tuples and dicts too) are moved to ``device``: case
     generators draw every input on the CPU, so that a seed gives the same inputs on every device."""
-    return Case(name, to_device(list(args), device), device, rtol, atol)
+    return Case(name, copy_to(list(args), device), device, rtol, atol)
+
+
+@dataclass
+class Bug:
+    """A realistic mistake, planted in the solution: one exact substring replacement in one answer cell.
+
+    The solution with this one bug must lose points in exactly the test cells in ``loses`` (the cells
+    whose parts call the buggy function, directly or through a later part) and keep full marks in
+    every other test cell."""
+
+    name: str  # what the mistake is, as a student would make it
+    cell: str  # grade_id of the answer cell to edit
+    old: str  # exact substring of that cell's solution source, occurring once
+    new: str  # what replaces it
+    loses: set[str]  # grade_ids of the test cells that must lose points; all others keep full marks

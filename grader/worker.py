@@ -9,12 +9,14 @@ it had to kill a worker, so a submission always ends with a result.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import shutil
 import stat
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,22 @@ import nbformat
 import torch
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
+from nbclient.util import ensure_async
 
-from nlpcourse.checking import Case, Verdict, compare, save_cases, to_device
+from nlpcourse.checking import Case, Verdict, compare, copy_to, save_cases
 from nlpcourse.device import available_devices
 
 from .course import Assignment, load_assignment, load_reference
-from .notebook import (InvalidSubmission, forbidden_uses, is_autograded_test, is_solution, is_student_added, merge,
-                       nbgrader_meta, read_submission)
+from .notebook import (
+    InvalidSubmission,
+    forbidden_uses,
+    is_autograded_test,
+    is_solution,
+    is_student_added,
+    merge,
+    nbgrader_meta,
+    read_submission,
+)
 from .release import LEAK_MARKERS
 from .sandbox import kernel_env, new_kernel_manager, sandbox_available, socket_folder
 
@@ -46,12 +57,13 @@ class Job:
     workdir: str  # private folder for this submission; the kernel sees and writes only its kernel/ subfolder
     seed: int  # seeds the hidden-test inputs: the same for a given course, assignment and student
     cell_timeout: int = 60  # seconds per cell before the kernel is interrupted
+    interrupt_grace: float = 10.0  # seconds an interrupted cell has to stop before the kernel is stopped
     memory_bytes: int = 4 * 2**30  # address-space limit of the kernel
     hide: list[str] = field(default_factory=list)  # folders the kernel must not see
     note: str = ""  # remark carried into the message (e.g. "notebook was renamed from x.ipynb")
 
     @classmethod
-    def load(cls, path: Path) -> "Job":
+    def load(cls, path: Path) -> Job:
         return cls(**json.loads(path.read_text()))
 
     def save(self, path: Path) -> None:
@@ -70,8 +82,10 @@ def make_cases(reference, seed: int) -> dict[str, list[Case]]:
     the kernel could have rewritten."""
     cases: dict[str, list[Case]] = {}
     for name, part in reference.PARTS.items():
-        g = torch.Generator().manual_seed(seed + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16))
-        cases[name] = [c for dev in available_devices() for c in part.cases(g, str(dev.type))]
+        part_seed = seed + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
+        # a generator per device, seeded alike: the CUDA cases hold the same inputs as the CPU cases
+        cases[name] = [c for dev in available_devices()
+                       for c in part.cases(torch.Generator().manual_seed(part_seed), str(dev.type))]
     return cases
 
 
@@ -116,7 +130,7 @@ def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missin
         if not got.get("ok"):
             first_failure = first_failure or f"{label}: raised {str(got.get('error', 'an error'))[:300]}"
             continue
-        expected = part.reference(*to_device(case.args, "cpu"))
+        expected = part.reference(*copy_to(case.args, "cpu"))
         dev = case.device if set(got.get("devices", [])) - {case.device} else None
         if part.check is not None:
             try:
@@ -195,17 +209,57 @@ def annotate(merged_nb, scores: dict[str, CellScore]) -> None:
 
 
 class _Client(NotebookClient):
-    """nbclient, noting which cells ran past the timeout."""
+    """nbclient, noting which cells ran past the timeout, and stopping a kernel that does not answer.
 
-    timed_out: list[int]
+    On a cell timeout nbclient interrupts the kernel (a message on the control channel) and waits on.
+    A kernel that ignores SIGINT, runs a C loop that never checks for signals, or has broken its own
+    message handling never answers, and would hold the worker until the notebook timeout. So each
+    interrupt also starts a watchdog: if the same cell is still running ``grace`` seconds later, the
+    kernel is shut down at once; nbclient then reports a dead kernel and the cells left do not run."""
+
+    timed_out: list[int]  # indexes of the cells that ran past the timeout
+    wedged: int | None  # index of the cell whose interrupt was not answered (the kernel was stopped)
+    grace: float  # seconds an interrupted cell has to stop before its kernel is stopped
+    _running: int | None  # index of the cell running now
+    _watchdogs: list[asyncio.Task]
+
+    def start_watching(self, grace: float) -> None:
+        self.timed_out, self.wedged, self.grace, self._running, self._watchdogs = [], None, grace, None, []
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        self._running = cell_index
+        try:
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            self._running = None
 
     async def _async_handle_timeout(self, timeout, cell=None):
-        self.timed_out.append(self.nb.cells.index(cell) if cell is not None and cell in self.nb.cells else -1)
+        index = self._running if self._running is not None else -1
+        if index not in self.timed_out:  # the first interrupt of this cell (nbclient may repeat it)
+            self.timed_out.append(index)
+            self._watchdogs.append(asyncio.ensure_future(self._stop_if_unanswered(index)))
         return await super()._async_handle_timeout(timeout, cell)
+
+    async def _stop_if_unanswered(self, index: int) -> None:
+        await asyncio.sleep(self.grace)
+        if self._running == index and self.wedged is None:
+            self.wedged = index
+            await ensure_async(self.km.shutdown_kernel(now=True))
+            # nbclient stopped polling the kernel's life at the timeout: end the wait for the reply as its
+            # poller would, which makes nbclient report the dead kernel now rather than a timeout later
+            if self.task_poll_for_reply is not None:
+                self.task_poll_for_reply.cancel()
+
+    async def async_execute(self, reset_kc: bool = False, **kwargs):
+        try:
+            return await super().async_execute(reset_kc=reset_kc, **kwargs)
+        finally:
+            for task in self._watchdogs:
+                task.cancel()
 
 
 def write_result(workdir: Path, job: Job, status: str, message: str, scores: dict[str, CellScore],
-                 executed=None) -> dict:
+                 executed=None, seconds: float | None = None) -> dict:
     """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion)."""
     if executed is not None:
         tmp = workdir / "executed.ipynb.tmp"
@@ -219,6 +273,8 @@ def write_result(workdir: Path, job: Job, status: str, message: str, scores: dic
         "cells": {k: asdict(v) for k, v in scores.items()},
         "executed": executed is not None,
     }
+    if seconds is not None:
+        result["seconds"] = round(seconds, 1)  # the worker's time on this submission, kernel start included
     tmp = workdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(workdir / "result.json")
@@ -250,28 +306,19 @@ def zero_scores(a: Assignment) -> dict[str, CellScore]:
             for c in source.cells if is_autograded_test(c)}
 
 
-def run(job: Job) -> dict:
-    a = load_assignment(job.assignment)
-    reference = load_reference(a)
-    workdir = Path(job.workdir)
-    # The kernel sees and writes only workdir/kernel, never the grader's own files next to it (result.json,
-    # job.json, ...): it could otherwise forge them for a resumed run, or plant symlinks the grader writes through.
+def _kernel_folder(workdir: Path) -> Path:
+    """``workdir/kernel``, the only folder the kernel sees and writes: never the grader's own files next
+    to it (result.json, job.json...), which it could otherwise forge for a resumed run, or plant
+    symlinks in that the grader would write through."""
     kdir = workdir / "kernel"
     (kdir / "outputs").mkdir(parents=True, exist_ok=True)
-    os.chmod(kdir, 0o777)
+    os.chmod(kdir, 0o777)  # the sandboxed kernel runs as another user
     os.chmod(kdir / "outputs", 0o777)
-    if job.submission is None:
-        return write_result(workdir, job, "missing", f"no {a.notebook} submitted", zero_scores(a))
-    try:
-        student = read_submission(Path(job.submission))
-    except InvalidSubmission as exc:
-        return write_result(workdir, job, "invalid", str(exc), zero_scores(a))
-    source = nbformat.read(str(a.source), as_version=4)
-    release = nbformat.read(str(a.release), as_version=4)
-    merged, report = merge(source, release, student)
-    cases = make_cases(reference, job.seed)
-    save_cases(kdir / "inputs.pt", cases)
-    os.chmod(kdir / "inputs.pt", 0o444)
+    return kdir
+
+
+def execute(merged, job: Job, kdir: Path) -> tuple[str, str]:
+    """Run the merged notebook in a sandboxed kernel; return the status and what went wrong, if anything."""
     env = kernel_env(kdir, {"NLPCOURSE_GRADER_INPUTS": str(kdir / "inputs.pt"),
                             "NLPCOURSE_GRADER_OUTPUTS": str(kdir / "outputs")})
     sockets = socket_folder()
@@ -279,7 +326,7 @@ def run(job: Job) -> dict:
     client = _Client(merged, km=km, timeout=job.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
                      record_timing=False, shutdown_kernel="immediate", startup_timeout=120,
                      resources={"metadata": {"path": str(kdir)}})
-    client.timed_out = []
+    client.start_watching(job.interrupt_grace)
     status, message = "graded", ""
     try:
         # cleanup_kc: nbclient shuts down only kernels it started itself; this worker lives on after
@@ -295,22 +342,61 @@ def run(job: Job) -> dict:
         message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+    return _timeout_status(merged, job, client, status, message)
+
+
+def _cell_name(merged, index: int) -> str:
+    return str(nbgrader_meta(merged.cells[index]).get("grade_id") or f"cell {index}") if index >= 0 else "a cell"
+
+
+def _timeout_status(merged, job: Job, client: _Client, status: str, message: str) -> tuple[str, str]:
+    """The status once the timeouts are taken into account: a kernel stopped by the watchdog did not
+    crash; its cell timed out and the kernel stopped answering."""
+    if client.wedged is not None:
+        return "timeout", (f"{_cell_name(merged, client.wedged)} ran past {job.cell_timeout} s and did not stop "
+                           f"within {job.interrupt_grace:g} s of the interrupt: the kernel stopped answering and "
+                           "was stopped; later cells did not run")
     if client.timed_out and status == "graded":
-        status = "timeout"
-        ids = [nbgrader_meta(merged.cells[i]).get("grade_id") or f"cell {i}" for i in client.timed_out if i >= 0]
-        message = f"{', '.join(map(str, ids))} ran past {job.cell_timeout} s and was interrupted"
-    scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases)
-    annotate(merged, scores)
-    details = []
+        names = ", ".join(_cell_name(merged, i) for i in client.timed_out if i >= 0)
+        return "timeout", f"{names} ran past {job.cell_timeout} s and was interrupted"
+    return status, message
+
+
+def _summary(scores: dict[str, CellScore], message: str, report: dict) -> str:
+    """The result's message: points, then what went wrong and what was noticed."""
+    details = [message] if message else []
     if report["missing"]:
         details.append(f"answer cells missing from the submission: {', '.join(report['missing'])}")
     if not sandbox_available():
         details.append("graded without the bubblewrap sandbox")
-    message = "; ".join([m for m in [message] + details if m])
     total = sum(s.score for s in scores.values())
     max_total = sum(s.max_score for s in scores.values())
-    summary = f"{total:g}/{max_total:g} autograded points"
-    return write_result(workdir, job, status, f"{summary}; {message}" if message else summary, scores, merged)
+    return "; ".join([f"{total:g}/{max_total:g} autograded points"] + details)
+
+
+def run(job: Job) -> dict:
+    """Grade one submission: merge it into the source notebook, run it, judge what it recorded."""
+    started = time.monotonic()
+    a = load_assignment(job.assignment)
+    reference = load_reference(a)
+    workdir = Path(job.workdir)
+    kdir = _kernel_folder(workdir)
+    if job.submission is None:
+        return write_result(workdir, job, "missing", f"no {a.notebook} submitted", zero_scores(a))
+    try:
+        student = read_submission(Path(job.submission))
+    except InvalidSubmission as exc:
+        return write_result(workdir, job, "invalid", str(exc), zero_scores(a))
+    source = nbformat.read(str(a.source), as_version=4)
+    merged, report = merge(source, nbformat.read(str(a.release), as_version=4), student)
+    cases = make_cases(reference, job.seed)
+    save_cases(kdir / "inputs.pt", cases)
+    os.chmod(kdir / "inputs.pt", 0o444)
+    status, message = execute(merged, job, kdir)
+    scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases)
+    annotate(merged, scores)
+    return write_result(workdir, job, status, _summary(scores, message, report), scores, merged,
+                        seconds=time.monotonic() - started)
 
 
 def serve() -> None:

@@ -3,16 +3,43 @@
 Data, vocabularies, batching, the training loop, plotting and widgets. It holds no answer to a
 graded exercise: the assignments ask students to write those.
 """
-from .device import available_devices, get_device
-from .errors import CourseError, DataError, ShapeError
+from .device import available_devices, get_device, to_device
+from .errors import (
+    ArgumentTypeError,
+    ConfigError,
+    CourseError,
+    DataError,
+    FormatError,
+    NumericalError,
+    ReturnTypeError,
+    ShapeError,
+    UnknownNameError,
+)
 from .history import History
 from .seed import seed_everything
 from .shapes import check_shape
-from .train import Checkpoint, fit, load_checkpoint, save_checkpoint, to_device
+from .train import Checkpoint, fit, load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "available_devices", "get_device", "CourseError", "DataError", "ShapeError", "History",
-    "seed_everything", "check_shape", "Checkpoint", "fit", "load_checkpoint", "save_checkpoint", "to_device",
+    "ArgumentTypeError",
+    "Checkpoint",
+    "ConfigError",
+    "CourseError",
+    "DataError",
+    "FormatError",
+    "History",
+    "NumericalError",
+    "ReturnTypeError",
+    "ShapeError",
+    "UnknownNameError",
+    "available_devices",
+    "check_shape",
+    "fit",
+    "get_device",
+    "load_checkpoint",
+    "save_checkpoint",
+    "seed_everything",
+    "to_device",
 ]

@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 import os
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
+
+from .errors import CourseError, ReturnTypeError
 
 #: Environment variables the grader sets in the kernel it runs a submission in.
 INPUTS_ENV = "NLPCOURSE_GRADER_INPUTS"  # file with the cases, {part: [case, ...]}
@@ -48,7 +51,7 @@ class Case:
         return {"name": self.name, "args": self.args, "device": self.device, "rtol": self.rtol, "atol": self.atol}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Case":
+    def from_dict(cls, d: Mapping[str, Any]) -> Case:
         return cls(d["name"], list(d["args"]), d.get("device", "cpu"), d.get("rtol"), d.get("atol"))
 
 
@@ -71,8 +74,10 @@ def _map(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     return obj
 
 
-def to_device(obj: Any, device: str | torch.device) -> Any:
-    """Move every tensor inside ``obj`` to ``device`` (a fresh copy, so the caller's inputs stay intact)."""
+def copy_to(obj: Any, device: str | torch.device) -> Any:
+    """Return ``obj`` with every tensor inside it (also in tuples, lists and dicts) replaced by a fresh
+    detached copy on ``device``, so that the function under test gets its own tensors and the caller's
+    stay intact whatever it does to them. To *move* tensors, use :func:`nlpcourse.device.to_device`."""
     return _map(obj, lambda t: t.detach().to(device).clone())
 
 
@@ -102,7 +107,8 @@ def _compare_tensor(expected: torch.Tensor, got: Any, what: str, rtol: float | N
         if len(bad):
             i = int(bad[0])
             return Verdict(False, f"{what}: {len(bad)} of {e.numel()} values differ; first at index "
-                                  f"{_where(i, e.shape)}: expected {e.flatten()[i].item()}, got {g.flatten()[i].item()}")
+                                  f"{_where(i, e.shape)}: expected {e.flatten()[i].item()}, "
+                                  f"got {g.flatten()[i].item()}")
         return Verdict(True)
     r0, a0 = TOLERANCES.get(e.dtype, TOLERANCES[torch.float32])
     rtol = r0 if rtol is None else rtol
@@ -222,7 +228,8 @@ def compare_samples(probs: torch.Tensor, got: Any, shape: Sequence[int], what: s
         i = int(torch.where(expected >= 5, (observed - expected).abs() / expected.clamp_min(1e-12).sqrt(),
                             torch.zeros_like(ratio)).argmax())
         return Verdict(False, f"{what}: the {n} draws do not follow the expected distribution (chi-square "
-                              f"{stat.item():.1f} on {dof} degrees of freedom, p = {p_value:.2g}); the worst id is {i}: "
+                              f"{stat.item():.1f} on {dof} degrees of freedom, p = {p_value:.2g}); "
+                              f"the worst id is {i}: "
                               f"expected about {expected[i].item():.1f} draws (probability {p[i].item():.4g}), "
                               f"got {int(observed[i])}",
                        {"p_value": p_value, "chi2": stat.item(), "dof": dof})
@@ -242,9 +249,9 @@ def value_and_grads(fn: Callable[..., torch.Tensor]) -> Callable[..., tuple[torc
         with torch.enable_grad():
             value = fn(*leaves)
             if not isinstance(value, torch.Tensor) or value.numel() != 1 or not value.is_floating_point():
-                raise TypeError(f"{getattr(fn, '__name__', 'the function')} must return a scalar float tensor, "
-                                f"got {type(value).__name__}" + (f" of shape {tuple(value.shape)}"
-                                                                 if isinstance(value, torch.Tensor) else ""))
+                shape = f" of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else ""
+                raise ReturnTypeError(f"{getattr(fn, '__name__', 'the function')} must return a scalar float "
+                                      f"tensor, got {type(value).__name__}{shape}")
             grads = torch.autograd.grad(value, wrt, allow_unused=True) if value.requires_grad else [None] * len(wrt)
         return value.detach(), [torch.zeros_like(w) if g is None else g.detach() for w, g in zip(wrt, grads)]
 
@@ -252,7 +259,7 @@ def value_and_grads(fn: Callable[..., torch.Tensor]) -> Callable[..., tuple[torc
     return wrapped
 
 
-class CheckFailure(AssertionError):
+class CheckFailure(CourseError, AssertionError):
     """A visible test failed; the message says what to fix."""
 
 
@@ -261,7 +268,7 @@ def check_close(part: str, fn: Callable, args: Sequence[Any], expected: Any, hin
     """Visible test: call ``fn(*args)`` and compare with ``expected``; raise :class:`CheckFailure`
     with a message naming the part, the difference and a hint."""
     try:
-        got = fn(*to_device(list(args), "cpu"))
+        got = fn(*copy_to(list(args), "cpu"))
     except NotImplementedError:
         raise CheckFailure(f"{part}: not implemented yet") from None
     verdict = compare(expected, got, f"{part} output", rtol, atol)
@@ -274,7 +281,7 @@ def check_samples(part: str, fn: Callable, args: Sequence[Any], probs: torch.Ten
     """Visible test of a sampler: ``fn(*args)`` returns ids of ``shape`` drawn from ``probs``
     (see :func:`compare_samples`)."""
     try:
-        got = fn(*to_device(list(args), "cpu"))
+        got = fn(*copy_to(list(args), "cpu"))
     except NotImplementedError:
         raise CheckFailure(f"{part}: not implemented yet") from None
     verdict = compare_samples(probs, got, shape, f"{part} output")
@@ -285,7 +292,7 @@ def check_samples(part: str, fn: Callable, args: Sequence[Any], probs: torch.Ten
 def check_shape_of(part: str, fn: Callable, args: Sequence[Any], shapes: Any) -> None:
     """Visible test: the output of ``fn(*args)`` has the given shape(s) (a tuple, or a nest of tuples)."""
     try:
-        got = fn(*to_device(list(args), "cpu"))
+        got = fn(*copy_to(list(args), "cpu"))
     except NotImplementedError:
         raise CheckFailure(f"{part}: not implemented yet") from None
 
@@ -321,15 +328,15 @@ def load_cases(path: str | Path) -> dict[str, list[Case]]:
 
 
 def save_cases(path: str | Path, cases: Mapping[str, Sequence[Case]]) -> None:
-    torch.save({part: [to_device(c.to_dict(), "cpu") for c in cs] for part, cs in cases.items()}, path)
+    torch.save({part: [copy_to(c.to_dict(), "cpu") for c in cs] for part, cs in cases.items()}, path)
 
 
 def run_case(fn: Callable, case: Case) -> dict[str, Any]:
     """Call ``fn`` on one case; return ``{"ok": True, "value": ...}`` (moved to CPU, with the device it
     came from) or ``{"ok": False, "error": "..."}`` (the exception, without any traceback)."""
     try:
-        value = fn(*to_device(case.args, case.device))
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are a failed case too
+        value = fn(*copy_to(case.args, case.device))
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt are a failed case too
         if isinstance(exc, KeyboardInterrupt):
             raise
         if isinstance(exc, NotImplementedError) and not str(exc):

@@ -1,11 +1,14 @@
-"""Device choice: CUDA, then Apple's MPS, then CPU; ``$NLPCOURSE_DEVICE`` overrides."""
+"""Devices: which one to use (CUDA, then Apple's MPS, then CPU; ``$NLPCOURSE_DEVICE`` overrides), and
+moving tensors there (:func:`to_device`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 
-from .errors import CourseError
+from .errors import ConfigError
 
 DEVICE_ENV = "NLPCOURSE_DEVICE"
 
@@ -17,11 +20,11 @@ def get_device(prefer: str | None = None) -> torch.device:
         try:
             dev = torch.device(name)
         except RuntimeError as exc:
-            raise CourseError(f"get_device: {name!r} is not a device name (try cpu, cuda, cuda:0, mps)") from exc
+            raise ConfigError(f"get_device: {name!r} is not a device name (try cpu, cuda, cuda:0, mps)") from exc
         if dev.type == "cuda" and not torch.cuda.is_available():
-            raise CourseError(f"get_device: {name!r} was asked for but CUDA is not available")
+            raise ConfigError(f"get_device: {name!r} was asked for but CUDA is not available")
         if dev.type == "mps" and not torch.backends.mps.is_available():
-            raise CourseError(f"get_device: {name!r} was asked for but MPS is not available")
+            raise ConfigError(f"get_device: {name!r} was asked for but MPS is not available")
         return dev
     if torch.cuda.is_available():
         return torch.device("cuda")
@@ -36,3 +39,19 @@ def available_devices() -> list[torch.device]:
     if torch.cuda.is_available():
         devs.append(torch.device("cuda"))
     return devs
+
+
+def to_device(obj: Any, device: torch.device | str) -> Any:
+    """Move ``obj`` to ``device``: a tensor, or anything with a ``.to`` method (a module, a batch), or
+    tuples, lists, NamedTuples and dicts of these, rebuilt around the moved values; anything else is
+    returned as it is. Like ``Tensor.to``, a tensor already on ``device`` is returned itself, not copied
+    (for fresh copies see :func:`nlpcourse.checking.copy_to`)."""
+    if isinstance(obj, torch.Tensor) or hasattr(obj, "to") and not isinstance(obj, type):
+        return obj.to(device)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # NamedTuple
+        return type(obj)(*(to_device(x, device) for x in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(x, device) for x in obj)
+    if isinstance(obj, Mapping):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    return obj

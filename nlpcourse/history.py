@@ -31,7 +31,7 @@ class History:
         return {"metrics": self.metrics, "best_epoch": self.best_epoch, "stopped_early": self.stopped_early}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "History":
+    def from_dict(cls, d: dict[str, Any]) -> History:
         return cls(dict(d.get("metrics", {})), d.get("best_epoch"), bool(d.get("stopped_early", False)))
 
     def plot(self, keys: list[str] | None = None, ax=None, title: str | None = None):

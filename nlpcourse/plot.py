@@ -1,7 +1,7 @@
 """Plots the chapters share: training curves, heatmaps (attention, confusion) and 2-D embedding maps."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch

@@ -5,13 +5,13 @@ B batch, T time (target length), S source length, D model dim, H heads, Dh head 
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence, Union
+from collections.abc import Mapping, Sequence
 
 import torch
 
 from .errors import ShapeError
 
-Dim = Union[int, str, None]
+Dim = int | str | None
 
 
 def check_shape(

@@ -7,35 +7,38 @@ import copy
 import dataclasses
 import math
 import os
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
 
 from .data.vocab import Vocab
-from .device import get_device
-from .errors import CourseError
+from .device import get_device, to_device
+from .errors import (
+    ArgumentTypeError,
+    ConfigError,
+    DataError,
+    FormatError,
+    NumericalError,
+    UnknownNameError,
+)
 from .history import History
 
 PROGRESS_ENV = "NLPCOURSE_PROGRESS"  # set to 0 to hide progress bars (the book build does)
 
-
-def to_device(obj: Any, device: torch.device | str) -> Any:
-    """Move tensors (also inside tuples, lists, dicts and objects with ``.to``) to ``device``."""
-    if isinstance(obj, torch.Tensor) or hasattr(obj, "to") and not isinstance(obj, type):
-        return obj.to(device)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # NamedTuple
-        return type(obj)(*(to_device(x, device) for x in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(to_device(x, device) for x in obj)
-    if isinstance(obj, Mapping):
-        return {k: to_device(v, device) for k, v in obj.items()}
-    return obj
+#: What ``fit`` trains on: an iterable of batches, or a function ``epoch -> iterable of batches``.
+TrainData = Iterable[Any] | Callable[[int], Iterable[Any]]
+#: ``loss_fn(model, batch)`` -> the scalar loss of one batch.
+LossFn = Callable[[nn.Module, Any], torch.Tensor]
+#: ``evaluate(model)`` -> validation metrics such as ``{"val_loss": ..., "val_acc": ...}``.
+EvaluateFn = Callable[[nn.Module], Mapping[str, float]]
 
 
 def _progress_default(progress: bool | None) -> bool:
+    """Show progress bars? ``progress`` if given, else yes unless ``$NLPCOURSE_PROGRESS`` is 0."""
     if progress is not None:
         return progress
     return os.environ.get(PROGRESS_ENV, "1") != "0"
@@ -43,12 +46,12 @@ def _progress_default(progress: bool | None) -> bool:
 
 def fit(
     model: nn.Module,
-    train_data: Iterable[Any] | Callable[[int], Iterable[Any]],
-    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    train_data: TrainData,
+    loss_fn: LossFn,
     optimizer: torch.optim.Optimizer,
     epochs: int,
     *,
-    evaluate: Callable[[nn.Module], Mapping[str, float]] | None = None,
+    evaluate: EvaluateFn | None = None,
     monitor: str | None = None,
     mode: str = "min",
     patience: int | None = None,
@@ -68,75 +71,153 @@ def fit(
     and stops after ``patience`` epochs without improvement; with ``restore_best`` the best weights are
     put back. ``clip_norm`` clips the global gradient norm (Pascanu et al., 2013); ``accumulate`` sums
     gradients over that many batches before each optimizer step.
+
+    Each epoch is :func:`train_epoch`, then ``scheduler.step()``, then :func:`evaluate_epoch`, then
+    :class:`EarlyStopping` on the monitored metric.
     """
-    if epochs < 1:
-        raise CourseError(f"fit: epochs must be >= 1, got {epochs}")
-    if accumulate < 1:
-        raise CourseError(f"fit: accumulate must be >= 1, got {accumulate}")
-    if mode not in ("min", "max"):
-        raise CourseError(f"fit: mode must be 'min' or 'max', got {mode!r}")
-    if patience is not None and monitor is None:
-        raise CourseError("fit: early stopping (patience) needs a metric to monitor (monitor='val_loss', say)")
-    if monitor is not None and evaluate is None and not monitor.startswith("train_"):
-        raise CourseError(f"fit: monitor={monitor!r} needs an evaluate function that returns it")
+    _check_fit_arguments(epochs, accumulate, mode, patience, monitor, evaluate)
     device = torch.device(device) if device is not None else get_device()
     model.to(device)
     show = _progress_default(progress)
-    if show:
-        from tqdm.auto import tqdm
     history = History()
-    best, best_state, bad_epochs = math.inf if mode == "min" else -math.inf, None, 0
+    stopper = EarlyStopping(mode, patience, keep_best_state=restore_best)
     for epoch in range(epochs):
-        model.train()
-        batches = train_data(epoch) if callable(train_data) else train_data
-        if show:
-            batches = tqdm(batches, desc=f"epoch {epoch + 1}/{epochs}", leave=False)
-        total, n = 0.0, 0
-        optimizer.zero_grad(set_to_none=True)
-        for i, batch in enumerate(batches):
-            loss = loss_fn(model, to_device(batch, device))
-            if not torch.isfinite(loss):
-                raise CourseError(f"fit: loss became {loss.item()} at epoch {epoch + 1}, batch {i}")
-            (loss / accumulate).backward()
-            if (i + 1) % accumulate == 0:
-                _step(model, optimizer, clip_norm)
-            total += loss.item()
-            n += 1
-        if n == 0:
-            raise CourseError(f"fit: train_data gave no batches at epoch {epoch + 1}")
-        if n % accumulate:
-            _step(model, optimizer, clip_norm)
+        model.train()  # already before train_data(epoch) is called: it may look at the model
+        batches = _epoch_batches(train_data, epoch, epochs, show)
+        metrics = {"train_loss": train_epoch(model, batches, loss_fn, optimizer, device, accumulate, clip_norm, epoch)}
         if scheduler is not None:
             scheduler.step()
-        metrics = {"train_loss": total / n}
         if evaluate is not None:
-            model.eval()
-            with torch.no_grad():
-                metrics.update({k: float(v) for k, v in evaluate(model).items()})
+            metrics.update(evaluate_epoch(model, evaluate))
         history.log(**metrics)
         if monitor is not None:
-            if monitor not in metrics:
-                raise CourseError(f"fit: monitored metric {monitor!r} not among {sorted(metrics)}")
-            value = metrics[monitor]
-            if (value < best) if mode == "min" else (value > best):
-                best, bad_epochs, history.best_epoch = value, 0, epoch
-                if restore_best:
-                    best_state = copy.deepcopy(model.state_dict())
-            else:
-                bad_epochs += 1
-                if patience is not None and bad_epochs >= patience:
-                    history.stopped_early = True
-                    break
-    if restore_best and best_state is not None:
-        model.load_state_dict(best_state)
+            stop = stopper.update(_monitored(metrics, monitor), model)
+            history.best_epoch = stopper.best_epoch
+            if stop:
+                history.stopped_early = True
+                break
+    if restore_best and stopper.best_state is not None:
+        model.load_state_dict(stopper.best_state)
     return history
 
 
+def _check_fit_arguments(epochs: int, accumulate: int, mode: str, patience: int | None, monitor: str | None,
+                         evaluate: EvaluateFn | None) -> None:
+    """Raise :class:`ConfigError` for arguments of :func:`fit` that cannot work together."""
+    if epochs < 1:
+        raise ConfigError(f"fit: epochs must be >= 1, got {epochs}")
+    if accumulate < 1:
+        raise ConfigError(f"fit: accumulate must be >= 1, got {accumulate}")
+    if mode not in ("min", "max"):
+        raise ConfigError(f"fit: mode must be 'min' or 'max', got {mode!r}")
+    if patience is not None and monitor is None:
+        raise ConfigError("fit: early stopping (patience) needs a metric to monitor (monitor='val_loss', say)")
+    if monitor is not None and evaluate is None and not monitor.startswith("train_"):
+        raise ConfigError(f"fit: monitor={monitor!r} needs an evaluate function that returns it")
+
+
+def _epoch_batches(train_data: TrainData, epoch: int, epochs: int, show: bool) -> Iterable[Any]:
+    """The batches of epoch ``epoch`` (0-based), behind a progress bar when ``show``."""
+    batches = train_data(epoch) if callable(train_data) else train_data
+    if not show:
+        return batches
+    from tqdm.auto import tqdm
+
+    return tqdm(batches, desc=f"epoch {epoch + 1}/{epochs}", leave=False)
+
+
+def train_epoch(
+    model: nn.Module,
+    batches: Iterable[Any],
+    loss_fn: LossFn,
+    optimizer: torch.optim.Optimizer,
+    device: torch.device | str,
+    accumulate: int = 1,
+    clip_norm: float | None = None,
+    epoch: int = 0,
+) -> float:
+    """One pass over ``batches`` in train mode; returns the mean loss of the batches.
+
+    Each batch is moved to ``device`` and its loss, divided by ``accumulate``, back-propagated; the
+    optimizer steps every ``accumulate`` batches and after the last one (gradients clipped to a global
+    norm of ``clip_norm`` first). ``epoch`` (0-based) only serves the error messages. Raises
+    :class:`NumericalError` for a loss that is not finite, :class:`ConfigError` when there is no batch.
+    """
+    model.train()
+    total, n = 0.0, 0
+    optimizer.zero_grad(set_to_none=True)
+    for i, batch in enumerate(batches):
+        loss = loss_fn(model, to_device(batch, device))
+        if not torch.isfinite(loss):
+            raise NumericalError(f"fit: loss became {loss.item()} at epoch {epoch + 1}, batch {i}")
+        (loss / accumulate).backward()
+        if (i + 1) % accumulate == 0:
+            _step(model, optimizer, clip_norm)
+        total += loss.item()
+        n += 1
+    if n == 0:
+        raise ConfigError(f"fit: train_data gave no batches at epoch {epoch + 1}")
+    if n % accumulate:
+        _step(model, optimizer, clip_norm)
+    return total / n
+
+
 def _step(model: nn.Module, optimizer: torch.optim.Optimizer, clip_norm: float | None) -> None:
+    """Clip the gradients (if ``clip_norm``), take an optimizer step, clear the gradients."""
     if clip_norm is not None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+
+
+def evaluate_epoch(model: nn.Module, evaluate: EvaluateFn) -> dict[str, float]:
+    """``evaluate(model)`` in eval mode without gradients, its values as floats."""
+    model.eval()
+    with torch.no_grad():
+        return {k: float(v) for k, v in evaluate(model).items()}
+
+
+def _monitored(metrics: Mapping[str, float], monitor: str) -> float:
+    """The value of the monitored metric; an error that lists the metrics there are if it is missing."""
+    if monitor not in metrics:
+        raise UnknownNameError(f"fit: monitored metric {monitor!r} not among {sorted(metrics)}")
+    return metrics[monitor]
+
+
+@dataclass
+class EarlyStopping:
+    """Early stopping on one metric: feed it the metric after every epoch with :meth:`update`.
+
+    It keeps the best value so far and (with ``keep_best_state``) a copy of the weights that reached it,
+    and says to stop once ``patience`` epochs in a row have not improved on it (never if ``patience`` is
+    None). "Improved" means strictly lower with ``mode="min"``, strictly higher with ``mode="max"``.
+    """
+
+    mode: str = "min"  # "min" for a loss, "max" for an accuracy
+    patience: int | None = None  # epochs without improvement before stopping; None: never stop
+    keep_best_state: bool = True  # copy the model's state_dict at every new best
+    best: float = field(init=False)  # best value so far (inf or -inf before the first update)
+    best_epoch: int | None = field(default=None, init=False)  # 0-based update that gave ``best``
+    bad_epochs: int = field(default=0, init=False)  # updates since the last improvement
+    best_state: dict[str, Any] | None = field(default=None, init=False, repr=False)  # weights at ``best``
+    epochs_seen: int = field(default=0, init=False)  # number of updates so far
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("min", "max"):
+            raise ConfigError(f"EarlyStopping: mode must be 'min' or 'max', got {self.mode!r}")
+        self.best = math.inf if self.mode == "min" else -math.inf
+
+    def update(self, value: float, model: nn.Module) -> bool:
+        """Record this epoch's ``value`` of the metric (and ``model``'s weights if it is a new best);
+        return True when training should stop."""
+        epoch, self.epochs_seen = self.epochs_seen, self.epochs_seen + 1
+        if (value < self.best) if self.mode == "min" else (value > self.best):
+            self.best, self.best_epoch, self.bad_epochs = value, epoch, 0
+            if self.keep_best_state:
+                self.best_state = copy.deepcopy(model.state_dict())
+            return False
+        self.bad_epochs += 1
+        return self.patience is not None and self.bad_epochs >= self.patience
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -162,7 +243,7 @@ def _config_dict(config: Any) -> dict[str, Any]:
         return dataclasses.asdict(config)
     if isinstance(config, Mapping):
         return dict(config)
-    raise CourseError(f"save_checkpoint: config must be a dataclass or a dict, got {type(config).__name__}")
+    raise ArgumentTypeError(f"save_checkpoint: config must be a dataclass or a dict, got {type(config).__name__}")
 
 
 def save_checkpoint(
@@ -197,13 +278,13 @@ def load_checkpoint(
     rebuilt, given the weights, moved to ``device`` and put in eval mode."""
     path = Path(path)
     if not path.is_file():
-        raise CourseError(f"load_checkpoint: no checkpoint at {path}")
+        raise DataError(f"load_checkpoint: no checkpoint at {path}")
     try:
         payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as exc:  # torch raises several types for a damaged file
-        raise CourseError(f"load_checkpoint: {path} is not a readable checkpoint: {exc}") from exc
+        raise DataError(f"load_checkpoint: {path} is not a readable checkpoint: {exc}") from exc
     if not isinstance(payload, dict) or payload.get("format_version") != CHECKPOINT_VERSION:
-        raise CourseError(f"load_checkpoint: {path} was not written by save_checkpoint (format version mismatch)")
+        raise FormatError(f"load_checkpoint: {path} was not written by save_checkpoint (format version mismatch)")
     ckpt = Checkpoint(
         state_dict=payload["state_dict"],
         config=payload["config"],

@@ -20,7 +20,7 @@ from typing import IO
 import numpy as np
 import torch
 
-from .errors import DataError
+from .errors import ConfigError, DataError, FormatError, ShapeError, UnknownNameError
 
 #: The evaluation sets gensim ships (in ``gensim/test/test_data``), by the names used here.
 EVALUATION_FILES = {
@@ -33,7 +33,7 @@ EVALUATION_FILES = {
 def evaluation_path(name: str) -> Path:
     """Path of a standard evaluation set shipped with gensim: ``analogies``, ``wordsim353``, ``simlex999``."""
     if name not in EVALUATION_FILES:
-        raise KeyError(f"unknown evaluation set {name!r}; choose one of {sorted(EVALUATION_FILES)}")
+        raise UnknownNameError(f"unknown evaluation set {name!r}; choose one of {sorted(EVALUATION_FILES)}")
     from gensim.test.utils import datapath
 
     path = Path(datapath(EVALUATION_FILES[name]))
@@ -52,11 +52,12 @@ class WordVectors:
 
     def __post_init__(self) -> None:
         if self.vectors.dim() != 2 or self.vectors.shape[0] != len(self.words):
-            raise ValueError(f"WordVectors: {len(self.words)} words but vectors of shape {tuple(self.vectors.shape)}")
+            raise ShapeError(f"WordVectors: {len(self.words)} words but vectors of shape {tuple(self.vectors.shape)}")
         self.vectors = self.vectors.detach().float().cpu()
         self.index = {w: i for i, w in enumerate(self.words)}
         if len(self.index) != len(self.words):
-            raise ValueError("WordVectors: a word occurs twice")
+            dup = next(w for i, w in enumerate(self.words) if self.index[w] != i)
+            raise ConfigError(f"WordVectors: the word {dup!r} occurs twice")
 
     def __len__(self) -> int:
         return len(self.words)
@@ -66,7 +67,7 @@ class WordVectors:
 
     def __getitem__(self, word: str) -> torch.Tensor:
         if word not in self.index:
-            raise KeyError(f"{word!r} is not in the vocabulary ({len(self)} words)")
+            raise UnknownNameError(f"{word!r} is not in the vocabulary ({len(self)} words)")
         return self.vectors[self.index[word]]
 
     @property
@@ -77,7 +78,7 @@ class WordVectors:
         """(V,D) the vectors scaled to length 1 (a zero vector stays zero)."""
         return self.vectors / self.vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
-    def first(self, n: int) -> "WordVectors":
+    def first(self, n: int) -> WordVectors:
         """The first ``n`` words (the most frequent ones, for vectors saved in frequency order)."""
         return WordVectors(self.words[:n], self.vectors[:n].clone())
 
@@ -95,7 +96,7 @@ class WordVectors:
         return kv
 
     @classmethod
-    def from_gensim(cls, kv) -> "WordVectors":
+    def from_gensim(cls, kv) -> WordVectors:
         return cls(list(kv.index_to_key), torch.from_numpy(np.asarray(kv.vectors, dtype=np.float32)).clone())
 
     def nearest(self, word: str, k: int = 10) -> list[tuple[str, float]]:
@@ -112,7 +113,7 @@ class WordVectors:
         path = Path(path)
         for w in self.words:
             if not w or any(ch.isspace() for ch in w):
-                raise ValueError(f"the word2vec format cannot store the word {w!r} (empty or with white space)")
+                raise FormatError(f"the word2vec format cannot store the word {w!r} (empty or with white space)")
         tmp = path.with_name(path.name + ".tmp")
         opener = gzip.open if path.suffix == ".gz" else open
         V, D = self.vectors.shape
@@ -128,7 +129,7 @@ class WordVectors:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, binary: bool | None = None, limit: int | None = None) -> "WordVectors":
+    def load(cls, path: str | Path, binary: bool | None = None, limit: int | None = None) -> WordVectors:
         """Read the word2vec format (binary or text; ``binary=None`` tells them apart; ``.gz`` is fine);
         ``limit``: only the first ``limit`` words."""
         path = Path(path)
@@ -142,10 +143,11 @@ class WordVectors:
             raise DataError(f"{path} is not a readable word2vec file: {exc}") from exc
 
     @classmethod
-    def _read(cls, fh: IO[bytes], path: Path, binary: bool | None, limit: int | None) -> "WordVectors":
-        header = fh.readline().split()
+    def _read(cls, fh: IO[bytes], path: Path, binary: bool | None, limit: int | None) -> WordVectors:
+        first = fh.readline()
+        header = first.split()
         if len(header) != 2:
-            raise ValueError("the first line should be '<number of words> <dimension>'")
+            raise FormatError(f"the first line should be '<number of words> <dimension>', got {first[:80]!r}")
         V, D = int(header[0]), int(header[1])
         n = V if limit is None else min(V, limit)
         rest = fh.read()
@@ -161,17 +163,17 @@ class WordVectors:
                 words.append(rest[pos:end].decode("utf-8"))
                 start = end + 1
                 if start + 4 * D > len(rest):
-                    raise ValueError(f"the file ends inside the vector of word {i + 1} of {V}")
+                    raise FormatError(f"the file ends inside the vector of word {i + 1} of {V}")
                 rows[i] = np.frombuffer(rest, dtype="<f4", count=D, offset=start)
                 pos = start + 4 * D
         else:
             lines = rest.decode("utf-8").splitlines()
             if len(lines) < n:
-                raise ValueError(f"the header announces {V} words but there are {len(lines)} lines")
+                raise FormatError(f"the header announces {V} words but there are {len(lines)} lines")
             for i, line in enumerate(lines[:n]):
                 parts = line.rstrip().split(" ")
                 if len(parts) != D + 1:
-                    raise ValueError(f"line {i + 2} has {len(parts) - 1} numbers, expected {D}")
+                    raise FormatError(f"line {i + 2} has {len(parts) - 1} numbers, expected {D}")
                 words.append(parts[0])
                 rows[i] = np.asarray(parts[1:], dtype=np.float32)
         return cls(words, torch.from_numpy(rows))
@@ -248,7 +250,7 @@ def evaluate_analogies(wv: WordVectors, method: str = "3CosAdd", path: str | Pat
             tally[0] += int(best[0][0] == d)
             tally[1] += 1
     else:
-        raise ValueError(f"method must be '3CosAdd' or '3CosMul', got {method!r}")
+        raise ConfigError(f"evaluate_analogies: method must be '3CosAdd' or '3CosMul', got {method!r}")
     correct = sum(c for c, _ in sections.values())
     covered = sum(n for _, n in sections.values())
     return AnalogyResult(method, correct / covered if covered else 0.0, correct, covered, len(questions),

@@ -11,9 +11,11 @@ import base64
 import html
 import io
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
+
+from .errors import ConfigError
 
 #: The activation functions the explorer offers, by name: tensor -> tensor, element-wise.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -30,7 +32,8 @@ SATURATION_THRESHOLD = 0.05
 def activation_and_derivative(name: str, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``f(z)`` and ``f'(z)`` (by autograd) of the activation called ``name``, element-wise."""
     if name not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}")
+        raise ConfigError(f"activation_and_derivative: unknown activation {name!r}; "
+                          f"choose one of {sorted(ACTIVATIONS)}")
     z = z.detach().to(torch.float64).requires_grad_(True)
     f = ACTIVATIONS[name](z)
     (df,) = torch.autograd.grad(f.sum(), z)
@@ -44,7 +47,7 @@ def saturation(name: str, sigma: float, n_grid: int = 4001) -> dict[str, float]:
     ``out_std`` = the standard deviation of f(z).
     """
     if not sigma > 0:
-        raise ValueError(f"saturation: sigma must be > 0, got {sigma}")
+        raise ConfigError(f"saturation: sigma must be > 0, got {sigma}")
     z = torch.linspace(-8 * sigma, 8 * sigma, n_grid, dtype=torch.float64)
     w = torch.exp(-0.5 * (z / sigma) ** 2)
     w = w / w.sum()  # normal density on the grid, normalised to sum to 1
@@ -101,9 +104,10 @@ def activation_explorer(activation: str = "tanh", sigma: float = 1.0):
     import ipywidgets as widgets
 
     if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+        raise ConfigError(f"activation_explorer: unknown activation {activation!r}; "
+                          f"choose one of {sorted(ACTIVATIONS)}")
     if not 0.1 <= sigma <= 10:
-        raise ValueError(f"activation_explorer: sigma must be in [0.1, 10], got {sigma}")
+        raise ConfigError(f"activation_explorer: sigma must be in [0.1, 10], got {sigma}")
 
     class ActivationExplorer(widgets.VBox):
         """A VBox (rendered as one by the front end) with a short, stable text form."""
@@ -161,7 +165,7 @@ def embedding_explorer(vectors, word: str = "king", analogy: tuple[str, str, str
     import ipywidgets as widgets
 
     if len(analogy) != 3:
-        raise ValueError(f"embedding_explorer: analogy must be three words (a, b, c), got {analogy!r}")
+        raise ConfigError(f"embedding_explorer: analogy must be three words (a, b, c), got {analogy!r}")
     kv = vectors.to_gensim()
 
     class EmbeddingExplorer(widgets.VBox):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +21,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+import nlpcourse
+from nlpcourse.data import Vocab, load_reviews, split_indices, word_tokenize
+from nlpcourse.models.bow_mlp import BowMLP, BowMLPConfig, bag_of_words
+
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO))
-
-import nlpcourse  # noqa: E402
-from nlpcourse.data import Vocab, load_reviews, split_indices, word_tokenize  # noqa: E402
-from nlpcourse.models.bow_mlp import BowMLP, BowMLPConfig, bag_of_words  # noqa: E402
-
 DEFAULT_OUT = REPO / "data" / "checkpoints" / "bow_mlp.pt"
 
 

@@ -17,20 +17,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
 
+from nlpcourse.data.word_corpus import build_word_corpus, bundled_sentences
+from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig
+from nlpcourse.vectors import evaluate_analogies, evaluate_similarity
+
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO))
-
-from nlpcourse.data.word_corpus import bundled_sentences, build_word_corpus  # noqa: E402
-from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig  # noqa: E402
-from nlpcourse.vectors import evaluate_analogies, evaluate_similarity  # noqa: E402
-
 DEFAULT_OUT = REPO / "data" / "checkpoints" / "word2vec_sg.bin"
 
 

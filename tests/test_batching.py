@@ -1,6 +1,7 @@
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nlpcourse import CourseError
 from nlpcourse.data import bucket_batches, lm_batches, lm_stream, pad_batch

@@ -6,8 +6,18 @@ import pytest
 
 from nlpcourse import DataError
 from nlpcourse.data import (
-    DATASETS, char_tokenize, dataset_path, load_brown, load_lines, load_parallel, load_reviews, load_text,
-    sentences, split_indices, train_val_test_split, word_tokenize,
+    DATASETS,
+    char_tokenize,
+    dataset_path,
+    load_brown,
+    load_lines,
+    load_parallel,
+    load_reviews,
+    load_text,
+    sentences,
+    split_indices,
+    train_val_test_split,
+    word_tokenize,
 )
 from nlpcourse.data import registry as registry_mod
 

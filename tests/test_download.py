@@ -5,7 +5,6 @@ import hashlib
 import importlib
 import io
 import re
-import socket
 import urllib.error
 from pathlib import Path
 
@@ -87,7 +86,7 @@ def test_checksum_mismatch_names_file_and_both_digests_and_leaves_nothing(tmp_pa
 
 @pytest.mark.parametrize(
     "error",
-    [urllib.error.URLError("Temporary failure in name resolution"), socket.timeout("timed out"),
+    [urllib.error.URLError("Temporary failure in name resolution"), TimeoutError("timed out"),
      ConnectionRefusedError("refused")],
 )
 def test_offline_points_to_the_bundled_corpus(tmp_path, error):

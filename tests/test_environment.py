@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def pip_pins() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
-    for extra, items in project["optional-dependencies"].items():
+    for items in project["optional-dependencies"].values():
         reqs += [r for r in items if not r.startswith("nlpcourse")]
     pins = {}
     for r in reqs:

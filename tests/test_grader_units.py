@@ -94,7 +94,7 @@ def test_missing_answer_never_runs_the_instructors_solution():
 @pytest.mark.skipif(not __import__("grader.sandbox", fromlist=["x"]).sandbox_available(), reason="needs bubblewrap")
 def test_sandbox_file_system_holds_only_what_the_kernel_needs(tmp_path):
     """Allow-list: Python, the library and the data are there; solutions/, the tests and the shadow
-    password file are not (tests/test_grading.py checks the same from inside a real kernel)."""
+    password file are not (tests/test_grading_hostile.py checks the same from inside a real kernel)."""
     import subprocess
     import sys
 
@@ -111,3 +111,33 @@ def test_sandbox_file_system_holds_only_what_the_kernel_needs(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0] == "False False True"
     assert "root:" not in proc.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["--course-dir", "X", "autograde", "backprop", "--submissions", "S"],
+    ["autograde", "backprop", "--submissions", "S", "--course-dir", "X"],
+    ["autograde", "backprop", "--course-dir", "X", "--submissions", "S"],
+])
+def test_course_dir_is_accepted_before_or_after_the_command(argv):
+    from grader.cli import _parser
+
+    assert _parser().parse_args(argv).course_dir == Path("X")
+
+
+@pytest.mark.parametrize("command", [["release", "backprop"], ["feedback", "backprop"],
+                                     ["export", "backprop", "--csv", "g.csv"]])
+def test_every_command_takes_course_dir_and_defaults_to_grading(command):
+    from grader.cli import _parser
+    from grader.course import DEFAULT_COURSE_DIR
+
+    assert _parser().parse_args(command).course_dir == DEFAULT_COURSE_DIR
+    assert _parser().parse_args([*command, "--course-dir", "Y"]).course_dir == Path("Y")
+
+
+@pytest.mark.parametrize("bad", [{"workers": 0}, {"cell_timeout": 0}, {"interrupt_grace": -1}, {"memory_gib": 0}])
+def test_grading_limits_refuse_what_cannot_work(bad):
+    from grader.autograde import Limits
+    from grader.course import GraderError
+
+    with pytest.raises(GraderError, match=next(iter(bad)).replace("_", "-")):
+        Limits(**bad).check()

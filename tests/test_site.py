@@ -347,6 +347,91 @@ def test_search_finds_page(site_root, base_url, recorder, query, expected):
     assert not problems, f"search.html?q={query}:\n  " + "\n  ".join(problems)
 
 
+# A normal laptop screen: both sidebars shown, the narrowest text column of the layout.
+LAPTOP = {"width": 1280, "height": 800}
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_code_is_not_cut(site_root, base_url, recorder, page_path):
+    """Code cells fit their box at laptop width; any other wide block scrolls, never cuts.
+
+    Chapter code is at most 88 characters a line (tests/test_chapters.py) and
+    book/_static/course.css sizes the code font so that 88 fit; outputs may be wider
+    and must then get a horizontal scroll bar (overflow-x auto or scroll).
+    """
+    html = (site_root / page_path).read_text(encoding="utf-8")
+    recorder.page.set_viewport_size(LAPTOP)
+    page = _open(recorder, base_url, page_path, html)
+    page.wait_for_load_state("load")
+    blocks = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.bd-article pre')).map(pre => {
+            const style = getComputedStyle(pre);
+            const cell = pre.closest('div.cell_input, div.cell_output');
+            const source = cell ? cell.classList.contains('cell_input') :
+                !pre.closest('.output');
+            return {
+                source: source,
+                in_cell: cell !== null,
+                scroll: pre.scrollWidth,
+                client: pre.clientWidth,
+                overflow: style.overflowX,
+                visible: pre.offsetParent !== null,
+                text: pre.textContent.split('\\n')[0].slice(0, 60),
+            };
+        })"""
+    )
+    cut = [b for b in blocks if b["visible"] and b["scroll"] > b["client"] + 1
+           and b["overflow"] not in ("auto", "scroll")]
+    assert not cut, f"{page_path}: blocks cut at the right edge (no scroll bar): {cut}"
+    too_wide = [b for b in blocks if b["visible"] and b["source"] and b["in_cell"]
+                and b["scroll"] > b["client"] + 1]
+    assert not too_wide, (
+        f"{page_path}: code cells wider than their box at {LAPTOP['width']} px: {too_wide}"
+    )
+    problems = recorder.problems()
+    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+
+def _repository_url() -> str:
+    """`repository: url:` of _config.yml, the one place the repository's address is set."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    url = str((config.get("repository") or {}).get("url") or "").strip().rstrip("/")
+    return "" if url == "https://github.com/executablebooks/jupyter-book" else url
+
+
+_BUTTON_HREF = re.compile(
+    r"<a\s+href=[\"']([^\"']*)[\"'][^>]*\bclass=[\"'][^\"']*\bbtn-source-[a-z-]+", re.I
+)
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_buttons_link_only_to_the_configured_repository(site_root, page_path):
+    """Repository, issue and launch buttons exist only with `repository: url:` and use it.
+
+    Without the setting (a course fork fills it in) no button may point at a repository
+    that does not exist; chapters still offer their .ipynb download.
+    """
+    html = (site_root / page_path).read_text(encoding="utf-8")
+    url = _repository_url()
+    repo_links = _BUTTON_HREF.findall(html)
+    if not url:
+        assert not repo_links, f"{page_path}: repository buttons without a repository URL"
+        launch = ("dropdown-launch-buttons", 'title="Launch on')
+        assert not any(marker in html for marker in launch), (
+            f"{page_path}: launch buttons without a repository URL"
+        )
+    else:
+        wrong = [h for h in repo_links if not h.startswith(url)]
+        assert not wrong, f"{page_path}: buttons that do not link to {url}: {wrong}"
+    if "cell_input" in html:
+        notebook = re.search(r'href="([^"]+\.ipynb)"[^>]*btn-download-notebook-button', html)
+        assert notebook, f"{page_path}: no .ipynb download button"
+        target = (site_root / page_path).parent / notebook.group(1)
+        assert target.resolve().is_file(), f"{page_path}: {notebook.group(1)} is missing"
+
+
 def test_data_page_credits_every_bundled_corpus():
     """book/data.md lists every file of data/registry.json (no build needed)."""
     registry = json.loads((ROOT / "data" / "registry.json").read_text(encoding="utf-8"))

@@ -1,12 +1,26 @@
 import dataclasses
+from typing import NamedTuple
 
 import pytest
 import torch
 from torch import nn
 
-from nlpcourse import CourseError, fit, get_device, load_checkpoint, save_checkpoint, seed_everything
+import nlpcourse
+from nlpcourse import (
+    ConfigError,
+    CourseError,
+    NumericalError,
+    fit,
+    get_device,
+    load_checkpoint,
+    save_checkpoint,
+    seed_everything,
+    to_device,
+)
+from nlpcourse.checking import copy_to
 from nlpcourse.data import Vocab
 from nlpcourse.device import available_devices
+from nlpcourse.train import EarlyStopping, evaluate_epoch, train_epoch
 
 
 def toy_problem(n=256, seed=0):
@@ -87,11 +101,11 @@ def test_gradient_clipping_bounds_the_update():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(epochs=0), "epochs must be >= 1"),
-    (dict(epochs=1, accumulate=0), "accumulate"),
-    (dict(epochs=1, mode="up"), "mode"),
-    (dict(epochs=1, patience=2), "needs a metric to monitor"),
-    (dict(epochs=1, monitor="val_acc"), "needs an evaluate function"),
+    ({"epochs": 0}, "epochs must be >= 1"),
+    ({"epochs": 1, "accumulate": 0}, "accumulate"),
+    ({"epochs": 1, "mode": "up"}, "mode"),
+    ({"epochs": 1, "patience": 2}, "needs a metric to monitor"),
+    ({"epochs": 1, "monitor": "val_acc"}, "needs an evaluate function"),
 ])
 def test_fit_bad_arguments(kwargs, message):
     model = nn.Linear(4, 2)
@@ -169,3 +183,75 @@ def test_fit_on_cuda_matches_cpu():
         fit(model, toy_problem(), ce, opt, epochs=2, device=device, progress=False)
         results.append(torch.cat([p.detach().cpu().flatten() for p in model.parameters()]))
     assert torch.allclose(results[0], results[1], atol=1e-5)
+
+
+# ---------------------------------------------------------------- the steps of fit, one by one
+
+
+def test_train_epoch_returns_the_mean_loss_and_steps_once_per_accumulated_group():
+    seed_everything(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = toy_problem(5 * 32)  # 5 batches: steps after batches 2 and 4, and after the last one
+    with torch.no_grad():
+        expected = sum(ce(model, b).item() for b in data[:2]) / 2  # the weights change only after batch 2
+    steps = []
+    opt.register_step_post_hook(lambda *_: steps.append(1))
+    model.eval()
+    mean = train_epoch(model, data[:2], ce, opt, "cpu", accumulate=2)
+    assert model.training and mean == pytest.approx(expected) and len(steps) == 1
+    train_epoch(model, data, ce, opt, "cpu", accumulate=2)
+    assert len(steps) == 1 + 3 and all(p.grad is None for p in model.parameters())
+    with pytest.raises(NumericalError, match="loss became inf at epoch 3, batch 0"):
+        train_epoch(model, data, lambda m, b: torch.tensor(float("inf")), opt, "cpu", epoch=2)
+
+
+def test_evaluate_epoch_runs_in_eval_mode_without_gradients():
+    model = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.5))
+    seen = {}
+
+    def evaluate(m):
+        seen.update(training=m.training, grad=torch.is_grad_enabled())
+        return {"val_loss": torch.tensor(0.25), "val_acc": 1}
+
+    metrics = evaluate_epoch(model, evaluate)
+    assert metrics == {"val_loss": 0.25, "val_acc": 1.0} and all(type(v) is float for v in metrics.values())
+    assert seen == {"training": False, "grad": False}
+
+
+def test_early_stopping_tracks_the_best_value_and_says_when_to_stop():
+    model = nn.Linear(1, 1)
+    stopper = EarlyStopping(mode="max", patience=2)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    assert stopper.update(0.5, model) is False and stopper.best == 0.5 and stopper.best_epoch == 0
+    with torch.no_grad():
+        model.weight.fill_(2.0)
+    assert stopper.update(0.4, model) is False and stopper.bad_epochs == 1
+    assert stopper.update(0.5, model) is True  # equal is no improvement: a second bad epoch
+    assert stopper.best_epoch == 0 and torch.equal(stopper.best_state["weight"], torch.ones(1, 1))
+    never = EarlyStopping(mode="min", keep_best_state=False)
+    assert not any(never.update(v, model) for v in (3.0, 2.0, 4.0, 5.0, 6.0))
+    assert never.best == 2.0 and never.best_epoch == 1 and never.bad_epochs == 3 and never.best_state is None
+    with pytest.raises(ConfigError, match="'up'"):
+        EarlyStopping(mode="up")
+
+
+class Pair(NamedTuple):
+    x: torch.Tensor
+    y: torch.Tensor
+
+
+def test_to_device_moves_and_copy_to_copies():
+    from nlpcourse import checking, device
+
+    assert nlpcourse.to_device is device.to_device and not hasattr(checking, "to_device")
+    x = torch.ones(2, requires_grad=True)
+    batch = {"pair": Pair(x, torch.zeros(2)), "list": [x, 3], "tuple": (x,), "name": "b"}
+    moved = to_device(batch, "cpu")
+    assert type(moved["pair"]) is Pair and moved["pair"].x is x and moved["list"][0] is x and moved["tuple"][0] is x
+    assert moved["list"][1] == 3 and moved["name"] == "b"
+    assert to_device(nn.Linear(1, 1), "cpu").weight.device.type == "cpu"
+    copied = copy_to(batch, "cpu")
+    c = copied["list"][0]
+    assert c is not x and torch.equal(c, x) and not c.requires_grad and c.data_ptr() != x.data_ptr()

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nlpcourse import CourseError
 from nlpcourse.data import BOS, EOS, PAD, UNK, Vocab

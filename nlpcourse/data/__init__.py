@@ -1,18 +1,55 @@
 """Data: the registry of bundled corpora, tokenizers, vocabularies, batching and splits."""
-from .registry import DATASETS, DatasetInfo, data_dir, dataset_path, dataset_info, verify
-from .corpora import load_text, load_lines, load_reviews, load_parallel, load_brown, Review
-from .tokenize import word_tokenize, char_tokenize, sentences
-from .vocab import Vocab, PAD, UNK, BOS, EOS
-from .batching import Batch, pad_batch, bucket_batches, lm_stream, lm_batches
+from .batching import Batch, bucket_batches, lm_batches, lm_stream, pad_batch
+from .corpora import (
+    Review,
+    load_brown,
+    load_lines,
+    load_parallel,
+    load_reviews,
+    load_text,
+)
+from .download import STANDARD_SETS, cache_dir, download
+from .registry import (
+    DATASETS,
+    DatasetInfo,
+    data_dir,
+    dataset_info,
+    dataset_path,
+    verify,
+)
 from .splits import split_indices, train_val_test_split
-from .download import STANDARD_SETS, download, cache_dir
+from .tokenize import char_tokenize, sentences, word_tokenize
+from .vocab import BOS, EOS, PAD, UNK, Vocab
 
 __all__ = [
-    "DATASETS", "DatasetInfo", "data_dir", "dataset_path", "dataset_info", "verify",
-    "load_text", "load_lines", "load_reviews", "load_parallel", "load_brown", "Review",
-    "word_tokenize", "char_tokenize", "sentences",
-    "Vocab", "PAD", "UNK", "BOS", "EOS",
-    "Batch", "pad_batch", "bucket_batches", "lm_stream", "lm_batches",
-    "split_indices", "train_val_test_split",
-    "STANDARD_SETS", "download", "cache_dir",
+    "BOS",
+    "DATASETS",
+    "EOS",
+    "PAD",
+    "STANDARD_SETS",
+    "UNK",
+    "Batch",
+    "DatasetInfo",
+    "Review",
+    "Vocab",
+    "bucket_batches",
+    "cache_dir",
+    "char_tokenize",
+    "data_dir",
+    "dataset_info",
+    "dataset_path",
+    "download",
+    "lm_batches",
+    "lm_stream",
+    "load_brown",
+    "load_lines",
+    "load_parallel",
+    "load_reviews",
+    "load_text",
+    "pad_batch",
+    "sentences",
+    "split_indices",
+    "train_val_test_split",
+    "verify",
+    "word_tokenize",
 ]

@@ -5,12 +5,12 @@ Shapes: B batch, T time (window or padded length), N tokens per stream.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import torch
 
-from ..errors import CourseError
+from ..errors import ConfigError
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Batch:
     lengths: torch.Tensor  # (B,) long, true length of each sequence
     mask: torch.Tensor  # (B,T) bool, True at real tokens, False at padding
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         return Batch(self.tokens.to(device), self.lengths.to(device), self.mask.to(device))
 
     def __len__(self) -> int:
@@ -31,11 +31,11 @@ class Batch:
 def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int | None = None) -> Batch:
     """Pad ``seqs`` to a common length (the longest, or ``max_len`` with truncation)."""
     if len(seqs) == 0:
-        raise CourseError("pad_batch: got no sequences (an empty batch)")
+        raise ConfigError("pad_batch: got no sequences (an empty batch)")
     lengths = []
     for i, s in enumerate(seqs):
         if len(s) == 0:
-            raise CourseError(f"pad_batch: sequence {i} is empty; drop empty sequences before batching")
+            raise ConfigError(f"pad_batch: sequence {i} is empty; drop empty sequences before batching")
         lengths.append(len(s) if max_len is None else min(len(s), max_len))
     T = max(lengths)
     tokens = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B,T)
@@ -60,9 +60,9 @@ def bucket_batches(
     Every index appears exactly once. Deterministic for a given ``seed``.
     """
     if batch_size < 1:
-        raise CourseError(f"bucket_batches: batch_size must be >= 1, got {batch_size}")
+        raise ConfigError(f"bucket_batches: batch_size must be >= 1, got {batch_size}")
     if len(lengths) == 0:
-        raise CourseError("bucket_batches: got no sequences")
+        raise ConfigError("bucket_batches: got no sequences")
     rng = random.Random(seed)
     order = list(range(len(lengths)))
     if shuffle:
@@ -85,10 +85,10 @@ def lm_stream(ids: Sequence[int] | torch.Tensor, batch_size: int) -> torch.Tenso
     """
     data = torch.as_tensor(ids, dtype=torch.long).flatten()
     if batch_size < 1:
-        raise CourseError(f"lm_stream: batch_size must be >= 1, got {batch_size}")
+        raise ConfigError(f"lm_stream: batch_size must be >= 1, got {batch_size}")
     n = data.numel() // batch_size
     if n < 2:
-        raise CourseError(
+        raise ConfigError(
             f"lm_stream: {data.numel()} tokens are too few for {batch_size} streams (need >= 2 per stream)"
         )
     return data[: n * batch_size].view(batch_size, n)  # (B*N,) -> (B,N)
@@ -103,7 +103,7 @@ def lm_batches(
     run on across window boundaries; the last window may be shorter than ``bptt``.
     """
     if bptt < 1:
-        raise CourseError(f"lm_batches: bptt must be >= 1, got {bptt}")
+        raise ConfigError(f"lm_batches: bptt must be >= 1, got {bptt}")
     data = lm_stream(ids, batch_size)  # (B,N)
     N = data.shape[1]
     for i in range(0, N - 1, bptt):

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import random
-from typing import Hashable, Sequence, TypeVar
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
-from ..errors import CourseError
+from ..errors import ConfigError, ShapeError
 
 T = TypeVar("T")
 
@@ -21,15 +22,15 @@ def split_indices(
     so no group leaks between train and test; the sizes are then approximate.
     """
     if n <= 0:
-        raise CourseError(f"split_indices: nothing to split (n={n})")
+        raise ConfigError(f"split_indices: nothing to split (n={n})")
     if not fractions or any(f < 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
-        raise CourseError(f"split_indices: fractions must be >= 0 and sum to 1, got {tuple(fractions)}")
+        raise ConfigError(f"split_indices: fractions must be >= 0 and sum to 1, got {tuple(fractions)}")
     rng = random.Random(seed)
     if groups is None:
         units: list[list[int]] = [[i] for i in range(n)]
     else:
         if len(groups) != n:
-            raise CourseError(f"split_indices: {len(groups)} group keys for {n} items")
+            raise ShapeError(f"split_indices: {len(groups)} group keys for {n} items")
         by_key: dict[Hashable, list[int]] = {}
         for i, g in enumerate(groups):
             by_key.setdefault(g, []).append(i)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
-from ..errors import CourseError
+from ..errors import ArgumentTypeError, ConfigError, DataError, FormatError
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)  # ids 0, 1, 2, 3 in every Vocab
@@ -21,10 +21,10 @@ class Vocab:
     def __init__(self, tokens: Sequence[str], counts: dict[str, int] | None = None):
         tokens = list(tokens)
         if tuple(tokens[:4]) != SPECIALS:
-            raise CourseError(f"Vocab: the first four tokens must be {SPECIALS}, got {tuple(tokens[:4])}")
+            raise ConfigError(f"Vocab: the first four tokens must be {SPECIALS}, got {tuple(tokens[:4])}")
         if len(set(tokens)) != len(tokens):
             dup = next(t for t, c in Counter(tokens).items() if c > 1)
-            raise CourseError(f"Vocab: token {dup!r} appears twice")
+            raise ConfigError(f"Vocab: token {dup!r} appears twice")
         self.itos: list[str] = tokens
         self.stoi: dict[str, int] = {t: i for i, t in enumerate(tokens)}
         self.counts: dict[str, int] = dict(counts or {})
@@ -35,22 +35,23 @@ class Vocab:
         corpus: Iterable[Sequence[str]],
         min_freq: int = 1,
         max_size: int | None = None,
-    ) -> "Vocab":
+    ) -> Vocab:
         """Build from tokenised sentences. Keep tokens seen ``min_freq`` times or more, at most ``max_size``
         of them (specials not counted), most frequent first, ties in alphabetical order."""
         if min_freq < 1:
-            raise CourseError(f"Vocab.build: min_freq must be >= 1, got {min_freq}")
+            raise ConfigError(f"Vocab.build: min_freq must be >= 1, got {min_freq}")
         if max_size is not None and max_size < 0:
-            raise CourseError(f"Vocab.build: max_size must be >= 0 or None, got {max_size}")
+            raise ConfigError(f"Vocab.build: max_size must be >= 0 or None, got {max_size}")
         counts: Counter[str] = Counter()
         n_seqs = 0
         for seq in corpus:
             if isinstance(seq, str):
-                raise CourseError("Vocab.build: corpus must be a sequence of token lists, got a str (tokenise first)")
+                raise ArgumentTypeError("Vocab.build: corpus must be a sequence of token lists, "
+                                        f"got the str {seq!r:.40} (tokenise first)")
             counts.update(seq)
             n_seqs += 1
         if not counts:
-            raise CourseError(f"Vocab.build: the corpus is empty ({n_seqs} sequences, 0 tokens)")
+            raise ConfigError(f"Vocab.build: the corpus is empty ({n_seqs} sequences, 0 tokens)")
         for s in SPECIALS:
             counts.pop(s, None)
         kept = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
@@ -78,7 +79,8 @@ class Vocab:
     def encode(self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False) -> list[int]:
         """Ids of ``tokens``; unknown tokens become ``<unk>``."""
         if isinstance(tokens, str):
-            raise CourseError("Vocab.encode expects a list of tokens, got a str (tokenise first)")
+            raise ArgumentTypeError(f"Vocab.encode expects a list of tokens, got the str {tokens!r:.40} "
+                                    "(tokenise first)")
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return ([self.bos_id] if add_bos else []) + ids + ([self.eos_id] if add_eos else [])
 
@@ -88,7 +90,7 @@ class Vocab:
         for i in ids:
             i = int(i)
             if not 0 <= i < len(self.itos):
-                raise CourseError(f"Vocab.decode: id {i} is out of range for a vocabulary of {len(self)}")
+                raise ConfigError(f"Vocab.decode: id {i} is out of range for a vocabulary of {len(self)}")
             if skip_specials and i < len(SPECIALS):
                 continue
             out.append(self.itos[i])
@@ -98,9 +100,9 @@ class Vocab:
         return {"itos": self.itos, "counts": self.counts}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Vocab":
+    def from_dict(cls, d: dict) -> Vocab:
         if "itos" not in d:
-            raise CourseError("Vocab.from_dict: no 'itos' key")
+            raise FormatError("Vocab.from_dict: no 'itos' key")
         return cls(d["itos"], d.get("counts"))
 
     def save(self, path: str | Path) -> None:
@@ -111,11 +113,11 @@ class Vocab:
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Vocab":
+    def load(cls, path: str | Path) -> Vocab:
         path = Path(path)
         if not path.is_file():
-            raise CourseError(f"Vocab.load: no file {path}")
+            raise DataError(f"Vocab.load: no file {path}")
         try:
             return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except json.JSONDecodeError as exc:
-            raise CourseError(f"Vocab.load: {path} is not a saved vocabulary: {exc}") from exc
+            raise FormatError(f"Vocab.load: {path} is not a saved vocabulary: {exc}") from exc

@@ -8,12 +8,12 @@ brings the remaining words closer together, as in the original tool.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import torch
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError, UnknownNameError
 from .corpora import load_lines, load_text
 from .tokenize import sentences, word_tokenize
 
@@ -46,7 +46,7 @@ class WordCorpus:
         """Ids of ``words``; an unknown word is an error that names it."""
         missing = [w for w in words if w not in self.index]
         if missing:
-            raise KeyError(f"not in the vocabulary: {', '.join(map(repr, missing[:5]))}")
+            raise UnknownNameError(f"WordCorpus.encode: not in the vocabulary: {', '.join(map(repr, missing[:5]))}")
         return torch.tensor([self.index[w] for w in words], dtype=torch.long)
 
 
@@ -55,7 +55,7 @@ def build_word_corpus(sents: Iterable[Sequence[str]], min_count: int = 5,
     """Count the words of ``sents`` (lists of tokens), keep those seen at least ``min_count`` times
     (at most ``max_vocab`` of them, the most frequent), and encode every sentence."""
     if min_count < 1:
-        raise ValueError(f"min_count must be >= 1, got {min_count}")
+        raise ConfigError(f"build_word_corpus: min_count must be >= 1, got {min_count}")
     sents = [list(s) for s in sents]
     flat = [w for s in sents for w in s]
     counter = Counter(flat)

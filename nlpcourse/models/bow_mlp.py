@@ -11,13 +11,14 @@ The gradients come from autograd; the assignment "Backprop by hand" asks for the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
-from ..errors import CourseError
+from ..errors import ConfigError
 from ..shapes import check_shape
 
 ACTIVATIONS = ("relu", "tanh", "gelu", "sigmoid")
@@ -35,15 +36,15 @@ class BowMLPConfig:
 
     def __post_init__(self) -> None:
         if self.vocab_size < 1:
-            raise CourseError(f"BowMLPConfig: vocab_size must be >= 1, got {self.vocab_size}")
+            raise ConfigError(f"BowMLPConfig: vocab_size must be >= 1, got {self.vocab_size}")
         if self.hidden < 0:
-            raise CourseError(f"BowMLPConfig: hidden must be >= 0, got {self.hidden}")
+            raise ConfigError(f"BowMLPConfig: hidden must be >= 0, got {self.hidden}")
         if self.n_classes < 2:
-            raise CourseError(f"BowMLPConfig: n_classes must be >= 2, got {self.n_classes}")
+            raise ConfigError(f"BowMLPConfig: n_classes must be >= 2, got {self.n_classes}")
         if not 0.0 <= self.dropout < 1.0:
-            raise CourseError(f"BowMLPConfig: dropout must be in [0, 1), got {self.dropout}")
+            raise ConfigError(f"BowMLPConfig: dropout must be in [0, 1), got {self.dropout}")
         if self.activation not in ACTIVATIONS:
-            raise CourseError(f"BowMLPConfig: activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+            raise ConfigError(f"BowMLPConfig: activation must be one of {ACTIVATIONS}, got {self.activation!r}")
 
 
 def _activation(name: str) -> nn.Module:
@@ -97,7 +98,7 @@ def build_bow_mlp(config: Mapping[str, Any] | BowMLPConfig) -> BowMLP:
     known = {f.name for f in dataclasses.fields(BowMLPConfig)}
     unknown = sorted(set(config) - known)
     if unknown:
-        raise CourseError(f"build_bow_mlp: unknown config keys {unknown}; expected some of {sorted(known)}")
+        raise ConfigError(f"build_bow_mlp: unknown config keys {unknown}; expected some of {sorted(known)}")
     return BowMLP(BowMLPConfig(**dict(config)))
 
 
@@ -107,14 +108,15 @@ def bag_of_words(docs: Sequence[Sequence[int]], vocab_size: int, binary: bool = 
     With ``binary`` a cell is 1.0 if the word occurs in the document (presence), else its count.
     """
     if vocab_size < 1:
-        raise CourseError(f"bag_of_words: vocab_size must be >= 1, got {vocab_size}")
+        raise ConfigError(f"bag_of_words: vocab_size must be >= 1, got {vocab_size}")
     x = torch.zeros(len(docs), vocab_size)  # (N,V)
     for i, ids in enumerate(docs):
         if len(ids) == 0:
             continue
         idx = torch.as_tensor(list(ids), dtype=torch.long)
         if idx.min() < 0 or idx.max() >= vocab_size:
-            raise CourseError(f"bag_of_words: document {i} has an id outside [0, {vocab_size})")
+            bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+            raise ConfigError(f"bag_of_words: document {i} has the id {bad}, outside [0, {vocab_size})")
         if binary:
             x[i, idx] = 1.0
         else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..data.word_corpus import WordCorpus
+from ..errors import ConfigError
 from ..vectors import WordVectors
 
 
@@ -23,7 +24,7 @@ def cooccurrence(corpus: WordCorpus, window: int = 5, vocab_size: int | None = N
     """(V,V) sparse COO tensor of symmetric co-occurrence counts within ``window`` tokens, for the
     first ``vocab_size`` words of the corpus vocabulary (all of them by default)."""
     if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
+        raise ConfigError(f"cooccurrence: window must be >= 1, got {window}")
     V = corpus.vocab_size if vocab_size is None else min(vocab_size, corpus.vocab_size)
     ids, sent = corpus.ids, corpus.sentence
     rows, cols = [], []
@@ -59,7 +60,7 @@ def svd_vectors(matrix: torch.Tensor, words: list[str], dim: int = 100, power: f
     (V,V) matrix; signs fixed so that every build gives the same vectors."""
     V = matrix.shape[0]
     if not 1 <= dim < V:
-        raise ValueError(f"dim must be in 1..{V - 1}, got {dim}")
+        raise ConfigError(f"svd_vectors: dim must be in 1..{V - 1}, got {dim}")
     state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:

@@ -26,18 +26,41 @@ centres is updated at once rather than one pair at a time:
   updates would see the row already moved by the previous ones; summed, they would all push from the
   same stale position and overshoot.
 
+Reproducibility: what a seed promises.
+
+* **CPU**: the same config (its ``seed`` included) and corpus give bitwise-identical vectors and loss
+  curve, run after run (with the same PyTorch build: another version or CPU may round differently).
+  Every operation of the trainer is deterministic there: ``index_add_`` adds a row's updates one
+  after another in a fixed order. The book's numbers and the committed checkpoint rely on this.
+* **CUDA**: bitwise-identical run after run too, on the same GPU model with the same PyTorch and
+  CUDA versions, and the same whether ``torch.use_deterministic_algorithms`` is on or off (none of
+  the trainer's operations is one it warns about, beyond its usual demand of ``CUBLAS_WORKSPACE_CONFIG``
+  for matrix products). ``index_add_`` would add a row's updates with atomics, in an order that
+  changes from run to run (the last digits drift apart over a run), so on CUDA the updates go through
+  ``index_put_(..., accumulate=True)`` instead: it sorts the rows (a stable sort) and sums each row's
+  updates in that fixed order, the algorithm ``torch.use_deterministic_algorithms`` itself gives
+  ``index_add_``, for the price of one sort of the batch's row ids per update. The damping counts
+  are sums of whole numbers, exact in any order, and counted the same way.
+* **Not promised**: equal results on different devices. CUDA draws its random numbers (subsampling,
+  windows, noise words) from another generator than the CPU (Philox rather than the Mersenne twister),
+  so a CUDA run is another sample of the same training: vectors of the same quality, other numbers.
+  Only the initial vectors are shared (they are drawn on the CPU). Nor across GPU models or
+  PyTorch/CUDA versions, whose random streams and matrix products may differ. Other devices (MPS):
+  no promise.
+
 This module holds the course's reference trainer. The assignment asks students to write the pieces
 (pairs, noise, losses) themselves, one function at a time.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from ..data.word_corpus import WordCorpus
 from ..device import get_device
+from ..errors import ConfigError, NumericalError
 from ..history import History
 from ..vectors import WordVectors
 
@@ -47,7 +70,11 @@ LOSS_EVERY = 8  # the training curve: the loss of one batch in 8
 
 @dataclass
 class Word2VecConfig:
-    """Everything that decides a training run (defaults: those of the C tool and of gensim)."""
+    """Everything that decides a training run (defaults: those of the C tool and of gensim).
+
+    With the same config and corpus, a run is bitwise repeatable on the CPU, and on CUDA on the same
+    GPU model and software; a CPU run and a CUDA run differ (another random stream). See the module
+    docstring. A bad value raises :class:`~nlpcourse.errors.ConfigError` naming the field."""
 
     architecture: str = "skipgram"  # "skipgram" (predict the centre from each context word) or "cbow" (from their mean)
     dim: int = 100  # D: size of each word vector
@@ -58,21 +85,21 @@ class Word2VecConfig:
     epochs: int = 5  # passes over the corpus
     lr: float = 0.025  # initial learning rate, decayed linearly to min_lr over the whole run
     min_lr: float = 1e-4  # final learning rate
-    batch_size: int = 8192  # centre positions per block; a block is updated in one step per radius (about n/window each)
+    batch_size: int = 8192  # centre positions per block, updated in one step per radius (about n/window each)
     max_row_repeats: int = 64  # a row used more often than this in one batch has its update scaled to this many uses
-    seed: int = 0  # seeds the initialisation, subsampling, windows and noise draws
+    seed: int = 0  # seeds the initialisation, subsampling, windows and noise draws: same seed, same run (per device)
     noise_table_size: int = 10_000_000  # entries of the table the noise words are drawn from (as in the C tool)
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+            raise ConfigError(f"Word2VecConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
         for name in ("dim", "window", "negatives", "epochs", "batch_size", "max_row_repeats", "noise_table_size"):
             if getattr(self, name) < 1:
-                raise ValueError(f"Word2VecConfig.{name} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"Word2VecConfig.{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.min_lr <= self.lr:
-            raise ValueError(f"need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
+            raise ConfigError(f"Word2VecConfig: need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
         if self.sample < 0:
-            raise ValueError(f"Word2VecConfig.sample must be >= 0, got {self.sample}")
+            raise ConfigError(f"Word2VecConfig.sample must be >= 0, got {self.sample}")
 
 
 def keep_probability(counts: torch.Tensor, sample: float) -> torch.Tensor:
@@ -87,6 +114,9 @@ def keep_probability(counts: torch.Tensor, sample: float) -> torch.Tensor:
 
 class Word2Vec:
     """A word2vec model on ``device``: its two matrices and the training loop.
+
+    ``device``: ``"cpu"``, ``"cuda"``... or None for :func:`nlpcourse.device.get_device` (a GPU when there
+    is one). The random generator of the run lives on that device, so a seed gives one run per device.
 
     >>> model = Word2Vec(Word2VecConfig(epochs=1), corpus)   # doctest: +SKIP
     >>> history = model.fit(corpus)                           # doctest: +SKIP
@@ -104,7 +134,8 @@ class Word2Vec:
         # as gensim: input vectors uniform in (-1/D, 1/D), output vectors zero
         # one extra row, always zero, where the empty context slots point: gathering and scattering them
         # then touches one row that stays in cache rather than random rows of the matrix
-        self.W_in = torch.cat([(torch.rand(V, D, generator=init) * 2 - 1) / D, torch.zeros(1, D)]).to(self.device)  # (V+1,D)
+        uniform = (torch.rand(V, D, generator=init) * 2 - 1) / D  # (V,D)
+        self.W_in = torch.cat([uniform, torch.zeros(1, D)]).to(self.device)  # (V+1,D)
         self.W_out = torch.zeros(V, D, device=self.device)  # (V,D)
         noise = self.counts.double() ** config.noise_power
         # the C tool's unigram table: word w fills a share noise[w] / sum(noise) of its entries, so that a
@@ -130,15 +161,31 @@ class Word2Vec:
     def _damping(self, rows: torch.Tensor, uses: torch.Tensor) -> torch.Tensor:
         """Scale for the update of each entry of ``rows``: 1, or ``max_row_repeats / uses`` for a word
         whose ``uses`` in this batch add up to more than ``max_row_repeats``."""
-        m = float(self.config.max_row_repeats)
-        count = torch.bincount(rows.reshape(-1), weights=uses.reshape(-1).float(), minlength=len(self.words) + 1)  # (V+1,)
+        m, flat, weights = float(self.config.max_row_repeats), rows.reshape(-1), uses.reshape(-1).float()
+        if rows.device.type == "cuda":  # the same whole numbers: bincount with weights would warn (or fail)
+            # under torch.use_deterministic_algorithms, for its atomic adds of floats
+            count = torch.zeros(len(self.words) + 1, device=rows.device).index_put_((flat,), weights, accumulate=True)
+        else:
+            count = torch.bincount(flat, weights=weights, minlength=len(self.words) + 1)  # (V+1,)
         return (m / count.clamp(min=m))[rows]  # shaped like rows
+
+    @staticmethod
+    def _scatter_add(W: torch.Tensor, rows: torch.Tensor, updates: torch.Tensor) -> None:
+        """``W[rows[i]] += updates[i]`` for every ``i``, the updates of a repeated row summed. On the CPU
+        ``index_add_`` adds them one after another in order; on CUDA ``index_add_`` uses atomic adds that
+        land in another order every run, while ``index_put_(accumulate=True)`` sorts the rows and sums
+        each row's updates in a fixed order: deterministic (see the module docstring)."""
+        if W.device.type == "cuda":
+            W.index_put_((rows,), updates, accumulate=True)
+        else:
+            W.index_add_(0, rows, updates)
 
     def _step(self, context: torch.Tensor, valid: torch.Tensor, centre: torch.Tensor, lr: float,
               with_loss: bool = True) -> torch.Tensor | None:
         """One SGD step on a batch; returns the batch's summed loss (a 0-d tensor), if ``with_loss``."""
         n, K, D = len(centre), self.config.negatives, self.config.dim
-        draw = torch.randint(len(self.noise_table), (n * K,), generator=self.generator, device=centre.device)
+        # drawn where the generator lives (the model's device), as every draw of the run
+        draw = torch.randint(len(self.noise_table), (n * K,), generator=self.generator, device=self.device)
         negatives = self.noise_table[draw].long().view(n, K)  # (n,K)
         targets = torch.cat([centre[:, None], negatives], dim=1)  # (n,1+K): column 0 is the true word
         # a noise word that happens to be the true word is skipped, as in the C tool
@@ -172,8 +219,8 @@ class Word2Vec:
             dh = torch.bmm(G[:, None, :], U).squeeze(1)  # (n,1,1+K) x (n,1+K,D) -> (n,D)
             dX = dh[:, None, :] * (valid * s_in / size)[:, :, None]  # (n,C,D): each context word's share
             dU = (G * s_out)[:, :, None] * h[:, None, :]  # (n,1+K,1) * (n,1,D) -> (n,1+K,D)
-        self.W_in.index_add_(0, context.reshape(-1), dX.reshape(-1, D))
-        self.W_out.index_add_(0, targets.reshape(-1), dU.reshape(-1, D))
+        self._scatter_add(self.W_in, context.reshape(-1), dX.reshape(-1, D))
+        self._scatter_add(self.W_out, targets.reshape(-1), dU.reshape(-1, D))
         return loss
 
     # ------------------------------------------------------------------ training
@@ -182,11 +229,17 @@ class Word2Vec:
             on_report: Callable[[dict], None] | None = None) -> History:
         """Train on ``corpus`` for ``config.epochs`` epochs; returns a History with ``reports`` entries
         of ``loss`` (mean loss per prediction since the previous report, over one batch in
-        ``LOSS_EVERY``: the loss costs time, the gradients do not need it), ``lr`` and ``words``."""
+        ``LOSS_EVERY``: the loss costs time, the gradients do not need it), ``lr`` and ``words``.
+
+        Deterministic: the same config (seed included) and corpus give bitwise-identical vectors and
+        history on the CPU, and on CUDA on the same GPU model and software; a CUDA run is not the CPU
+        run (another random stream). A corpus with another vocabulary, or no tokens, is a
+        :class:`~nlpcourse.errors.ConfigError`."""
         if corpus.words != self.words:
-            raise ValueError("fit: the corpus has another vocabulary than the one this model was built for")
+            raise ConfigError(f"fit: the corpus has another vocabulary ({len(corpus.words)} words) than the one this "
+                              f"model was built for ({len(self.words)} words): build the model from this corpus")
         if len(corpus) == 0:
-            raise ValueError("fit: the corpus has no tokens")
+            raise ConfigError(f"fit: the corpus has no tokens (its vocabulary has {len(corpus.words)} words)")
         from tqdm.auto import tqdm
 
         from ..train import _progress_default
@@ -236,7 +289,8 @@ class Word2Vec:
             done += len(ids)
         bar.close()
         if not bool(torch.isfinite(self.W_in).all()):  # (the zero row too: a NaN gradient would reach it)
-            raise FloatingPointError("word2vec diverged (non-finite vectors): lower lr or batch_size")
+            raise NumericalError(f"word2vec diverged (non-finite vectors) with lr={self.config.lr}, "
+                                 f"batch_size={self.config.batch_size}: lower one of them")
         return history
 
     def vectors(self) -> WordVectors:

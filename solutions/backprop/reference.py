@@ -326,7 +326,8 @@ def sgd_step_cases(g: torch.Generator, device: str) -> list[Case]:
         make_case("MLP parameters float64, lr=0.1", (p64, grads_like(p64), 0.1), device),
         make_case("MLP parameters float32, lr=0.5", (p32, grads_like(p32), 0.5), device),
         make_case("lr=0: parameters unchanged, float64", (p_big, grads_like(p_big), 0.0), device),
-        make_case("zero gradients, lr=1.0, float64", (p64, {k: torch.zeros_like(v) for k, v in p64.items()}, 1.0), device),
+        make_case("zero gradients, lr=1.0, float64",
+                  (p64, {k: torch.zeros_like(v) for k, v in p64.items()}, 1.0), device),
         make_case("one parameter, integer lr=2, float64", (one, grads_like(one), 2), device),
         make_case("large gradients (scale 1e6), lr=1e-3, float32", (p32, grads_like(p32, 1e6), 1e-3), device),
     ]

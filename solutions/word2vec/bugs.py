@@ -1,15 +1,15 @@
-"""Realistic bugs in the assignment "word2vec from its parts" (``solutions/word2vec/word2vec.ipynb``), as data.
+"""Planted bugs of the assignment "word2vec from its parts" (``word2vec.ipynb`` beside this file), as data.
 
-Each :class:`Bug` is one exact substring replacement in one answer cell of the source notebook's
-solution. A submission made of the solution with that one bug must lose points in exactly the test
-cells listed in ``loses`` (a hidden case fails there) and keep full marks in every other test cell:
-``loses`` includes the cells that fail through later parts calling the buggy function (``cbow_loss``
-calls the student's ``sgns_loss``, which calls their ``log_sigmoid``, so a bug in either also loses the
-CBOW cell). No tests here: tests/test_grading_word2vec.py uses this list.
+Each :class:`~grader.spec.Bug` is one exact substring replacement in one answer cell of the source
+notebook's solution. The solution with that one bug must lose points in exactly the test cells listed
+in ``loses`` (a hidden case fails there) and keep full marks in every other test cell: ``loses``
+includes the cells that fail through later parts calling the buggy function (``cbow_loss`` calls the
+student's ``sgns_loss``, which calls their ``log_sigmoid``, so a bug in either also loses the CBOW
+cell). The grading test suite (tests/test_grading_assignments.py) plants each one; private.
 """
 from __future__ import annotations
 
-from backprop_bugs import Bug
+from grader.spec import Bug
 
 KEEP, PAIRS, NEGATIVES, SGNS, CBOW, ANALOGY = (
     "keep-test", "pairs-test", "negatives-test", "sgns-test", "cbow-test", "analogy-test")

@@ -1,7 +1,8 @@
-"""End-to-end tests of the grader (``grader/``) on the assignment ``backprop``: real submissions, real
-sandboxed kernels, nbgrader's real gradebook.
+"""Hostile submissions, written once, on the assignment ``backprop``: real sandboxed kernels, nbgrader's
+real gradebook. (What every assignment must pass, solution, blank release and planted bugs, is in
+test_grading_assignments.py.)
 
-One module-scoped run of ``grader autograde`` grades every submission below at once (about 30 kernels,
+One module-scoped run of ``grader autograde`` grades every submission below at once (about 25 kernels,
 two at a time); the tests then read what it wrote: ``work/backprop/<student>/result.json``, the
 executed notebooks under ``autograded/``, nbgrader's gradebook, the feedback and the exported CSV.
 
@@ -13,7 +14,6 @@ student                       what it is                                        
 ============================  =========================================================  ==========
 ``solution``                  the instructor's solution                                  graded, 12
 ``blank``                     the release as handed out                                  graded, 0
-``bug-NN``                    the solution with ``BUGS[NN]`` planted (tests/backprop_bugs.py)  graded
 ``loop-in-function``          ``sgd_step`` never returns on a hidden case (lr = 0)       timeout, 11
 ``loop-top-level``            ``while True: pass`` at the top of the log-softmax answer  timeout, 5
 ``memory-bomb``               part 1 solved; a cell allocates without end                graded, <= 2
@@ -30,6 +30,14 @@ student                       what it is                                        
                               other submissions, the grader's processes; calls the host
 ``autograd``                  solved, but ``linear_backward`` uses torch.autograd        graded, 10
 ``renamed``                   solved, handed in as ``homework.ipynb``                    graded, 12
+``wedged``                    part 1 solved; then a cell patches every ``close``,         timeout, 2
+                              ``equal``, ``check``... of every module: the kernel's own
+                              messaging breaks, the next cell never ends, and the
+                              interrupt goes unanswered
+``sigint-ignored``            part 1 solved; ``signal.signal(SIGINT, SIG_IGN)``, loop     timeout, 2
+``interrupt-swallowed``       part 1 solved; a loop that catches KeyboardInterrupt        timeout, 2
+``c-loop``                    part 1 solved; ``sum(range(10**15))``: a C loop that never   timeout, 2
+                              checks for signals
 ``not-json``                  not JSON                                                   invalid, 0
 ``not-notebook``              JSON, but not a notebook                                   invalid, 0
 ``no-notebook``               a folder with no notebook                                  missing, 0
@@ -40,16 +48,16 @@ answer returns them (functions returning zeros, or their first argument), comput
 grader's own judge; these few points come from hidden cases whose expected output is zeros (tanh of
 0) or the input itself (an SGD step with lr = 0). With values that match no case, forging earns 0.
 
+The last four are stopped by the watchdog: a kernel that has not answered the interrupt within the
+grace period is shut down, so each costs about the cell timeout, not the notebook timeout.
+
 A separate, smaller run checks that a batch killed mid-way (SIGKILL) resumes without regrading or
 double-counting. Run with ``pytest -m grading``; needs bubblewrap for the isolation tests (they skip
 without it, unless CI is set).
 """
 from __future__ import annotations
 
-import copy
 import csv
-import html
-import html.parser
 import http.server
 import json
 import os
@@ -64,24 +72,31 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
+from grading_support import (
+    COURSE_ID,
+    ROOT,
+    feedback_files,
+    grader_cli,
+    grader_env,
+    leaks,
+    need_sandbox,
+    points,
+    secret_lines,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from backprop_bugs import BUGS  # noqa: E402
-from submissions import add_cell_after, release_notebook, solution_answers, submission, with_bug, write  # noqa: E402
-
-from grader.course import load_assignment, load_reference  # noqa: E402
-from grader.export import STATUSES  # noqa: E402
-from grader.sandbox import sandbox_available  # noqa: E402
+from grader.course import load_assignment, load_bugs, load_reference
+from grader.export import STATUSES
+from grader.sandbox import sandbox_available
+from grader.submissions import add_cell_after, release_notebook, solution_answers, submission, with_bug, write
 
 pytestmark = pytest.mark.grading
 
 ASSIGNMENT = "backprop"
 NOTEBOOK = "backprop.ipynb"
-COURSE_ID = "neural-nlp"
-GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--notebook-timeout", "150", "--memory-gib", "3"]
 CELL_TIMEOUT = 15
+INTERRUPT_GRACE = 5
+GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", str(CELL_TIMEOUT), "--notebook-timeout", "150",
+                 "--memory-gib", "3", "--interrupt-grace", str(INTERRUPT_GRACE)]
 SOURCE = ROOT / "solutions" / ASSIGNMENT / NOTEBOOK
 REFERENCE = ROOT / "solutions" / ASSIGNMENT / "reference.py"
 RELEASE = ROOT / "notebooks" / ASSIGNMENT / NOTEBOOK
@@ -91,38 +106,8 @@ LINEAR, ACTIVATION, LOGSOFTMAX, LOSS, MLP, SGD = (
     "linear-test", "activation-test", "logsoftmax-test", "loss-test", "mlp-test", "sgd-test")
 
 
-def _test_points() -> dict[str, float]:
-    nb = nbformat.read(str(SOURCE), as_version=4)
-    out = {}
-    for cell in nb.cells:
-        m = cell.metadata.get("nbgrader", {})
-        if m.get("grade") and not m.get("solution") and cell.cell_type == "code":
-            out[m["grade_id"]] = float(m["points"])
-    return out
-
-
-POINTS = _test_points()  # grade_id of each autograded test cell -> its points
+POINTS = points(ASSIGNMENT).auto  # grade_id of each autograded test cell -> its points
 MAX_AUTOGRADED = sum(POINTS.values())
-
-
-def _grader_env() -> dict[str, str]:
-    # nbgrader runs alembic from PATH: that of this Python (the CLI does the same for itself).
-    return dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-
-
-def grader_cli(*args: str, course_dir: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "--course-dir", str(course_dir), *args],
-                          capture_output=True, text=True, timeout=timeout, env=_grader_env(), cwd=course_dir.parent)
-    if check:
-        assert proc.returncode == 0, f"grader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-def need_sandbox() -> None:
-    if not sandbox_available():
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap is not available: the isolation tests cannot run")
-        pytest.skip("bubblewrap is not available here: no isolation to test")
 
 
 # ------------------------------------------------------------------ building the submissions
@@ -335,6 +320,37 @@ def state_forger(target_prefix: Path) -> str:
     return f"TARGET = {str(target_prefix)!r}\nPOINTS = {POINTS!r}\n" + STATE_FORGER
 
 
+# Kernels that stop answering: the cell timeout's interrupt is never answered.
+WEDGED = '''\
+import re
+import sys
+
+names = re.compile(r"close|equal|check|assert|compare|verify", re.I)
+for module in list(sys.modules.values()):
+    for attr in list(getattr(module, "__dict__", {})):
+        if names.search(attr):
+            try:
+                setattr(module, attr, lambda *a, **k: None)
+            except Exception:
+                pass
+'''
+
+SIGINT_IGNORED = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+
+INTERRUPT_SWALLOWED = '''\
+import time
+
+while True:
+    try:
+        time.sleep(0.1)
+    except KeyboardInterrupt:
+        print("interrupted; going on")
+'''
+
+C_LOOP = "total = sum(range(10**15))  # a C loop: no signal is looked at until it ends\n"
+WEDGES = {"wedged": WEDGED, "sigint-ignored": SIGINT_IGNORED, "interrupt-swallowed": INTERRUPT_SWALLOWED,
+          "c-loop": C_LOOP}
+
 HISTORY_PRINTER = "print(*In, sep='\\n')  # IPython's input history: every cell run so far, hidden tests included\n"
 
 AUTOGRAD_LINEAR = '''\
@@ -402,8 +418,8 @@ def build_submissions(folder: Path, marker: Path, url: str, course_dir: Path) ->
         "history-printer": add_cell_after(blank, "written-answer", HISTORY_PRINTER),
         "state-forger": add_cell_after(blank, "setup", state_forger(marker.parent / "written-through-symlink-")),
     }
-    for i, bug in enumerate(BUGS):
-        notebooks[f"bug-{i:02d}"] = with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new)
+    for student, code in WEDGES.items():
+        notebooks[student] = add_cell_after(_only_linear_solved(), LINEAR, code)
     how = {}
     for student, nb in notebooks.items():
         write(nb, folder, student, NOTEBOOK)
@@ -426,7 +442,8 @@ def reader_targets(folder: Path, course_dir: Path) -> tuple[list[str], list[str]
                course_dir / "gradebook.db", course_dir / ".grading_secret",
                course_dir / "work" / ASSIGNMENT / "solution" / "submitted" / NOTEBOOK,
                course_dir / "work" / ASSIGNMENT / "solution" / "inputs.pt",
-               folder / "solution" / NOTEBOOK, Path.home() / ".bash_history", ROOT / "tests" / "backprop_bugs.py"]
+               folder / "solution" / NOTEBOOK, Path.home() / ".bash_history",
+               ROOT / "solutions" / ASSIGNMENT / "bugs.py"]
     folders = [ROOT, ROOT / "solutions", course_dir, course_dir / "work" / ASSIGNMENT, folder, Path.home()]
     return [str(p) for p in targets], [str(p) for p in folders]
 
@@ -442,7 +459,7 @@ def reader_source(url: str, folder: Path, course_dir: Path) -> str:
 class _Counter(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.hits.append(self.path)
         self.send_response(200)
         self.end_headers()
@@ -569,22 +586,6 @@ def test_kernels_do_not_outlive_their_submission(batch):
     assert not batch["leftover_kernels"], sorted(batch["leftover_kernels"])
 
 
-def test_solution_gets_full_marks(batch):
-    r = result(batch, "solution")
-    assert r["status"] == "graded", r["message"]
-    assert cell_scores(batch, "solution") == POINTS
-    assert r["score"] == MAX_AUTOGRADED == 12
-    for cell, s in r["cells"].items():
-        assert "cases passed" in s["message"] and "failure" not in s["message"], (cell, s["message"])
-
-
-def test_blank_release_gets_zero(batch):
-    r = result(batch, "blank")
-    assert r["status"] == "graded", r["message"]
-    assert r["score"] == 0 and set(cell_scores(batch, "blank").values()) == {0.0}
-    assert "NotImplementedError" in r["cells"][LINEAR]["message"]
-
-
 def _gradebook():
     from nbgrader.api import Gradebook
 
@@ -618,29 +619,6 @@ def test_gradebook_agrees_with_results(batch):
                 gb.find_submission(ASSIGNMENT, student)
 
 
-# ------------------------------------------------------------------ 2. planted bugs
-
-
-def test_there_are_enough_bugs():
-    assert len(BUGS) >= 8
-    assert len({b.name for b in BUGS}) == len(BUGS)
-    for bug in BUGS:
-        assert bug.loses and bug.loses <= set(POINTS), bug.name
-
-
-@pytest.mark.parametrize("index", range(len(BUGS)), ids=[b.name for b in BUGS])
-def test_bug_loses_points_exactly_where_expected(batch, index):
-    bug = BUGS[index]
-    r = result(batch, f"bug-{index:02d}")
-    assert r["status"] == "graded", r["message"]
-    scores = cell_scores(batch, f"bug-{index:02d}")
-    lost = {cell for cell, s in scores.items() if s < POINTS[cell]}
-    assert lost == bug.loses, f"{bug.name}: lost points in {sorted(lost)}, expected {sorted(bug.loses)}"
-    for cell in bug.loses:
-        assert "first failure" in r["cells"][cell]["message"] or "cases passed" not in r["cells"][cell]["message"]
-    no_forbidden_verdict(r)
-
-
 # ------------------------------------------------------------------ 3. hostile submissions
 
 
@@ -660,6 +638,20 @@ def test_infinite_loop_at_top_level_times_out_that_cell(batch):
     # of 3), which need no log_softmax, pass; the rest keeps full marks
     assert cell_scores(batch, "loop-top-level") == {**full_except(LOGSOFTMAX, LOSS), MLP: 1.0}
     assert re.search(r"mlp_logits: (\d+)/\1 cases passed", r["cells"][MLP]["message"]), r["cells"][MLP]["message"]
+
+
+@pytest.mark.parametrize("student", sorted(WEDGES))
+def test_kernel_that_stops_answering_costs_the_cell_timeout_not_the_notebook_timeout(batch, student):
+    """The interrupt is ignored (SIGINT ignored or swallowed), never looked at (a C loop), or never even
+    received (the kernel's own messaging is broken): the watchdog stops the kernel INTERRUPT_GRACE
+    seconds after the interrupt. The status is timeout, what was recorded before counts (part 1), the
+    cells after it never ran, and the submission took well under twice the cell timeout (the notebook
+    timeout is 150 s)."""
+    r = result(batch, student)
+    assert r["status"] == "timeout", r["message"]
+    assert "stopped answering" in r["message"] and f"ran past {CELL_TIMEOUT} s" in r["message"], r["message"]
+    assert cell_scores(batch, student) == {c: (POINTS[c] if c == LINEAR else 0.0) for c in POINTS}
+    assert r["seconds"] <= 2 * CELL_TIMEOUT, r["seconds"]
 
 
 def test_memory_bomb_gains_nothing(batch):
@@ -889,83 +881,11 @@ def test_folder_without_notebook_is_missing(batch):
 # ------------------------------------------------------------------ 5. feedback, and no leak anywhere
 
 
-def _regions(text: str, begin: str, end: str) -> list[str]:
-    lines, inside = [], False
-    for line in text.splitlines():
-        if begin in line:
-            inside = True
-        elif end in line:
-            inside = False
-        elif inside:
-            lines.append(line.strip())
-    return lines
-
-
-def _secret_lines() -> tuple[set[str], set[str]]:
-    """(hidden-test lines, solution lines) of every source notebook: stripped, at least 12 characters,
-    and not also in the released notebook (a line both have is public anyway)."""
-    hidden, solution = set(), set()
-    for src in sorted((ROOT / "solutions").glob("*/*.ipynb")):
-        nb = nbformat.read(str(src), as_version=4)
-        release = ROOT / "notebooks" / src.parent.name / src.name
-        public = set()
-        if release.exists():
-            public = {ln.strip() for c in nbformat.read(str(release), as_version=4).cells for ln in c.source.splitlines()}
-        for cell in nb.cells:
-            hidden |= set(_regions(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"))
-            solution |= set(_regions(cell.source, "### BEGIN SOLUTION", "### END SOLUTION"))
-        hidden = {ln for ln in hidden if len(ln) >= 12 and ln not in public}
-        solution = {ln for ln in solution if len(ln) >= 12 and ln not in public}
-    assert hidden and solution
-    return hidden, solution
-
-
-HIDDEN_LINES, SOLUTION_LINES = _secret_lines()
-MARKERS = ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "END HIDDEN TESTS", "END SOLUTION")
-
-
-class _Text(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-
-    def handle_data(self, data):
-        self.parts.append(data)
-
-
-def _readable_forms(path: Path) -> list[str]:
-    """The file's text, plus what a reader sees of it: an HTML page without tags, a notebook's sources,
-    JSON / JavaScript strings unescaped."""
-    try:
-        raw = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        return []
-    forms = [raw]
-    if path.suffix in (".html", ".htm", ".xml", ".svg"):
-        p = _Text()
-        p.feed(raw)
-        forms.append("".join(p.parts))
-    if path.suffix == ".ipynb":
-        try:
-            forms.append("\n".join(c.source for c in nbformat.reads(raw, as_version=4).cells))
-        except Exception:  # noqa: BLE001 - not a notebook after all: the raw text is checked
-            pass
-    if "\\" in raw:
-        forms.append(raw.replace('\\"', '"').replace("\\n", "\n").replace("\\'", "'").replace("\\\\", "\\"))
-    return forms
-
-
-def leaks(path: Path, secret: set[str]) -> list[str]:
-    found = []
-    for text in _readable_forms(path):
-        found += [m for m in MARKERS if m in text]
-        found += [ln for ln in secret if ln in text]
-    return sorted(set(found))
+HIDDEN_LINES, SOLUTION_LINES = secret_lines()
 
 
 def _feedback_files(batch) -> dict[str, Path]:
-    base = batch["course"] / "feedback"
-    return {p.parts[-3]: p for p in base.glob(f"*/{ASSIGNMENT}/*.html")}
+    return feedback_files(batch["course"], ASSIGNMENT)
 
 
 def test_feedback_for_every_graded_student(batch):
@@ -995,46 +915,6 @@ def test_feedback_shows_no_hidden_test(batch):
 
 def test_feedback_of_blank_shows_no_solution(batch):
     assert leaks(_feedback_files(batch)["blank"], SOLUTION_LINES | HIDDEN_LINES) == []
-
-
-def test_released_notebooks_show_no_solution_nor_hidden_test():
-    files = [p for p in (ROOT / "notebooks").rglob("*") if p.is_file()]
-    assert files
-    bad = {str(p): leaks(p, SOLUTION_LINES | HIDDEN_LINES) for p in files}
-    assert not {p: v for p, v in bad.items() if v}
-    assert not list((ROOT / "notebooks").rglob("reference.py"))
-
-
-def test_site_shows_no_solution_nor_hidden_test():
-    if not SITE.is_dir():
-        if os.environ.get("NLPCOURSE_REQUIRE_SITE") == "1":
-            pytest.fail(f"{SITE} does not exist (NLPCOURSE_REQUIRE_SITE=1): build the book first")
-        pytest.skip(f"{SITE} not built")
-    files = [p for p in SITE.rglob("*") if p.is_file()]
-    bad = {str(p.relative_to(SITE)): leaks(p, SOLUTION_LINES | HIDDEN_LINES) for p in files}
-    assert not {p: v for p, v in bad.items() if v}
-    assert not [p for p in files if p.name == "reference.py"]
-
-
-# ------------------------------------------------------------------ 6. release
-
-
-def test_release_is_up_to_date(tmp_path):
-    """``notebooks/`` is what ``grader release`` makes of ``solutions/`` today: edit a source notebook
-    without releasing again and this fails."""
-    proc = grader_cli("release", ASSIGNMENT, "--check", course_dir=tmp_path / "course", check=False)
-    assert proc.returncode == 0, f"notebooks/{ASSIGNMENT} is stale: {proc.stdout}{proc.stderr}"
-    assert "up to date" in proc.stdout
-
-
-def test_release_is_reproducible(tmp_path, monkeypatch):
-    from grader.release import generate
-
-    monkeypatch.setenv("PATH", _grader_env()["PATH"])
-    outs = [generate(ASSIGNMENT, tmp_path / f"release{i}", tmp_path / f"course{i}") for i in (1, 2)]
-    files = [{p.relative_to(o): p.read_bytes() for p in o.rglob("*") if p.is_file()} for o in outs]
-    assert files[0] and files[0] == files[1]
-    assert files[0][Path(NOTEBOOK)] == RELEASE.read_bytes()
 
 
 # ------------------------------------------------------------------ 7. export
@@ -1091,10 +971,11 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     subs, course = tmp_path / "submissions", tmp_path / "course"
     expected = {"s1-solution": MAX_AUTOGRADED, "s3-blank": 0.0, "s4-nothing": 0.0}
     write(submission(ASSIGNMENT), subs, "s1-solution", NOTEBOOK)
-    bug = BUGS[-1]  # sgd_step steps the wrong way: loses the sgd point only
+    bug = load_bugs(load_assignment(ASSIGNMENT))[-1]  # sgd_step steps the wrong way: loses the sgd point only
+    assert bug.loses == {SGD}, bug.name
     # s2 takes a while, so that it is surely in flight when the grader is killed
     # and forges the grader's state (a full-marks result.json) that a resumed run would otherwise trust
-    slow = add_cell_after(with_bug(ASSIGNMENT, bug.cell, bug.old, bug.new), "setup", "import time\ntime.sleep(6)\n")
+    slow = add_cell_after(with_bug(ASSIGNMENT, bug), "setup", "import time\ntime.sleep(6)\n")
     slow = add_cell_after(slow, "setup", state_forger(tmp_path / "written-through-symlink-"))
     write(slow, subs, "s2-bug", NOTEBOOK)
     write(release_notebook(ASSIGNMENT), subs, "s3-blank", NOTEBOOK)
@@ -1103,7 +984,7 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
            "--submissions", str(subs), "--workers", "1", "--cell-timeout", "15", "--notebook-timeout", "150",
            "--memory-gib", "3"]
     work = course / "work" / ASSIGNMENT
-    proc = subprocess.Popen(cmd, env=_grader_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, env=grader_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 300
@@ -1135,7 +1016,7 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     assert not _alive(workers), "a grading worker outlived the killed grader"
     assert not _live_kernels(course), "a kernel outlived the killed grader"
 
-    rerun = subprocess.run(cmd, env=_grader_env(), capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    rerun = subprocess.run(cmd, env=grader_env(), capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "s1-solution:" not in rerun.stdout, "the rerun graded again what was recorded"
     for student in ("s2-bug", "s3-blank", "s4-nothing"):
@@ -1158,6 +1039,6 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     assert {c for c, s in bugged["cells"].items() if s["score"] < POINTS[c]} == bug.loses, bugged
     assert not list(tmp_path.glob("written-through-symlink-*"))
     # a third run has nothing left to do
-    again = subprocess.run(cmd, env=_grader_env(), capture_output=True, text=True, timeout=200, cwd=tmp_path)
+    again = subprocess.run(cmd, env=grader_env(), capture_output=True, text=True, timeout=200, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert not re.search(r"^\S+: (graded|timeout|crashed|invalid|missing) ", again.stdout, re.M), again.stdout

@@ -1,24 +1,15 @@
-"""Realistic bugs in the assignment "Backprop by hand" (``solutions/backprop/backprop.ipynb``), as data.
+"""Planted bugs of the assignment "Backprop by hand" (``backprop.ipynb`` beside this file), as data.
 
-Each :class:`Bug` is one exact substring replacement in one answer cell of the source notebook's
-solution. A submission made of the solution with that one bug must lose points in exactly the test
-cells listed in ``loses`` (a hidden case or a visible test fails there) and keep full marks in every
-other test cell: ``loses`` includes the cells that fail through later parts calling the buggy function
-(a bug in ``linear_forward`` also breaks the MLP). No tests here: the grader's tests use this list.
+Each :class:`~grader.spec.Bug` is one exact substring replacement in one answer cell of the source
+notebook's solution. The solution with that one bug must lose points in exactly the test cells listed
+in ``loses`` (a hidden case or a visible test fails there) and keep full marks in every other test cell:
+``loses`` includes the cells that fail through later parts calling the buggy function (a bug in
+``linear_forward`` also breaks the MLP). The grading test suite (tests/test_grading_assignments.py)
+plants each one and checks exactly that; private, like ``reference.py``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass
-class Bug:
-    name: str  # what the bug is
-    cell: str  # grade_id of the answer cell to edit
-    old: str  # exact substring of that cell's solution source, occurring once
-    new: str  # what replaces it
-    loses: set[str]  # grade_ids of the test cells that must lose points; all others keep full marks
-
+from grader.spec import Bug
 
 LINEAR, ACTIVATION, LOGSOFTMAX, LOSS, MLP, SGD = (
     "linear-test", "activation-test", "logsoftmax-test", "loss-test", "mlp-test", "sgd-test")
@@ -37,6 +28,9 @@ BUGS: list[Bug] = [
     Bug("relu_forward: keeps the negative part (clamp(max=0))",
         "activation-solution", "return torch.where(Z > 0, Z, torch.zeros_like(Z))", "return Z.clamp(max=0)",
         {ACTIVATION, MLP}),
+    Bug("tanh_forward: written out as (e^Z - e^-Z) / (e^Z + e^-Z), which is inf / inf = nan for large |Z|",
+        "activation-solution", "return torch.tanh(Z)",
+        "return (torch.exp(Z) - torch.exp(-Z)) / (torch.exp(Z) + torch.exp(-Z))", {ACTIVATION}),
     Bug("tanh_backward: applies tanh again to the output A (1 - tanh(A)**2)",
         "activation-solution", "return dA * (1 - A * A)", "return dA * (1 - torch.tanh(A) ** 2)",
         {ACTIVATION, MLP}),
