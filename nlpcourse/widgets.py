@@ -8,6 +8,7 @@ show the picture of the current setting even where no kernel is running.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import math
@@ -25,7 +26,15 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gelu": torch.nn.functional.gelu,
 }
 
-#: A unit counts as saturated where its derivative is below this fraction of the derivative's maximum.
+#: How each activation behaves where its derivative vanishes: a *squashing* function (sigmoid, tanh) flattens
+#: towards a bound on both sides, and a large input of either sign *saturates* it; a *rectifier* (ReLU, GELU)
+#: never flattens for z > 0, and its flat side z < 0, where the output is (close to) 0, switches the unit *off*
+#: for that input (a unit that is off for every input is "dead"). Off is not saturation: for ReLU it is half of
+#: the inputs at every scale, and the other half passes the gradient unchanged.
+KINDS: dict[str, str] = {"sigmoid": "squashing", "tanh": "squashing", "relu": "rectifier", "gelu": "rectifier"}
+
+#: A unit counts as flat (saturated, or off) where its input lies in a tail of the real line on which
+#: |f'| stays below this fraction of max |f'| all the way to infinity.
 SATURATION_THRESHOLD = 0.05
 
 
@@ -40,11 +49,31 @@ def activation_and_derivative(name: str, z: torch.Tensor) -> tuple[torch.Tensor,
     return f.detach(), df
 
 
-def saturation(name: str, sigma: float, n_grid: int = 4001) -> dict[str, float]:
-    """How a unit with pre-activation ``z ~ N(0, sigma^2)`` behaves, computed by quadrature (no sampling):
+@functools.cache
+def flat_tails(name: str) -> tuple[float, float]:
+    """``(lo, hi)``: |f'(z)| < SATURATION_THRESHOLD * max |f'| for every z <= lo and for every z >= hi.
 
-    ``mean_grad`` = E[f'(z)], ``saturated`` = P(f'(z) < SATURATION_THRESHOLD * max f'),
-    ``out_std`` = the standard deviation of f(z).
+    ``lo`` is ``-inf`` (``hi`` is ``inf``) where f never flattens on that side. Only the tails count: GELU's
+    derivative also crosses 0 near z = -0.75, where the function turns, without flattening there.
+    """
+    z = torch.arange(-20000, 20001, dtype=torch.float64) / 1000  # steps of 0.001, 0 on the grid
+    _, df = activation_and_derivative(name, z)
+    small = df.abs() < SATURATION_THRESHOLD * df.abs().max()
+    n_lo = int(small.long().cumprod(0).sum())          # leading run of small derivatives
+    n_hi = int(small.flip(0).long().cumprod(0).sum())  # trailing run
+    lo = z[n_lo - 1].item() if n_lo else -math.inf
+    hi = z[-n_hi].item() if n_hi else math.inf
+    return lo, hi
+
+
+def saturation(name: str, sigma: float, n_grid: int = 4001) -> dict[str, float]:
+    """How a unit with pre-activation ``z ~ N(0, sigma^2)`` behaves, from the normal distribution function
+    or by quadrature (no sampling):
+
+    ``mean_grad`` = E[f'(z)]; ``saturated`` = the probability that z lies in a flat tail (see
+    :func:`flat_tails`) of a squashing function, 0 for a rectifier; ``off`` = the probability that z lies in
+    the flat tail z < 0 of a rectifier (output about 0, no gradient for this input), 0 for a squashing
+    function; ``out_std`` = the standard deviation of f(z).
     """
     if not sigma > 0:
         raise ConfigError(f"saturation: sigma must be > 0, got {sigma}")
@@ -52,12 +81,16 @@ def saturation(name: str, sigma: float, n_grid: int = 4001) -> dict[str, float]:
     w = torch.exp(-0.5 * (z / sigma) ** 2)
     w = w / w.sum()  # normal density on the grid, normalised to sum to 1
     f, df = activation_and_derivative(name, z)
-    _, df_ref = activation_and_derivative(name, torch.linspace(-8, 8, 4001, dtype=torch.float64))
-    max_df = df_ref.max().item()
     mean_f = (w * f).sum()
+    lo, hi = flat_tails(name)
+    normal = torch.distributions.Normal(0.0, sigma)
+    p_lo = normal.cdf(torch.tensor(lo, dtype=torch.float64)).item() if lo > -math.inf else 0.0
+    p_hi = 1 - normal.cdf(torch.tensor(hi, dtype=torch.float64)).item() if hi < math.inf else 0.0
+    squashing = KINDS[name] == "squashing"
     return {
         "mean_grad": (w * df).sum().item(),
-        "saturated": (w * (df < SATURATION_THRESHOLD * max_df)).sum().item(),
+        "saturated": p_lo + p_hi if squashing else 0.0,
+        "off": 0.0 if squashing else p_lo,
         "out_std": math.sqrt(max(((w * (f - mean_f) ** 2).sum()).item(), 0.0)),
     }
 
@@ -85,18 +118,20 @@ def _figure_html(name: str, sigma: float) -> str:
     fig.savefig(buf, format="png")
     png = base64.b64encode(buf.getvalue()).decode("ascii")
     s = saturation(name, sigma)
-    summary = (
-        f"σ = {sigma:.2f}: mean f'(z) = {s['mean_grad']:.3f}, "
-        f"saturated units (f' &lt; {SATURATION_THRESHOLD:g}·max f') = {100 * s['saturated']:.1f}%, "
-        f"std of f(z) = {s['out_std']:.3f}"
-    )
+    if KINDS[name] == "squashing":
+        flat = f"saturated units (|f'| &lt; {SATURATION_THRESHOLD:g}·max |f'|) = {100 * s['saturated']:.1f}%"
+    else:
+        flat = (f"units off (flat side z ≤ {flat_tails(name)[0]:.2f}; not saturation) = "
+                f"{100 * s['off']:.1f}%")
+    summary = f"σ = {sigma:.2f}: mean f'(z) = {s['mean_grad']:.3f}, {flat}, std of f(z) = {s['out_std']:.3f}"
     return f'<img src="data:image/png;base64,{png}" alt="{name} and its derivative"/><p>{summary}</p>'
 
 
 def activation_explorer(activation: str = "tanh", sigma: float = 1.0):
     """An activation-function explorer: a dropdown picks the function, a slider sets the spread ``sigma``
     of the pre-activations; the picture shows f, f' and where the inputs fall, with the share of
-    saturated units. Returns an ``ipywidgets.VBox``: display it as the last expression of a cell.
+    saturated units (sigmoid, tanh) or of units switched off (ReLU, GELU). Returns an ``ipywidgets.VBox``:
+    display it as the last expression of a cell.
 
     The returned box has attributes ``dropdown``, ``slider`` and ``html`` (the picture and summary);
     changing a control redraws ``html``. Its text form (``repr``) names the current setting only.

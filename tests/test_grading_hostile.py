@@ -6,18 +6,20 @@ One module-scoped run of ``grader autograde`` grades every submission below at o
 two at a time); the tests then read what it wrote: ``work/backprop/<student>/result.json``, the
 executed notebooks under ``autograded/``, nbgrader's gradebook, the feedback and the exported CSV.
 
-Submissions, and what each must get (points per test cell: linear 2, activation 2, logsoftmax 2,
-loss 2, mlp 3, sgd 1; 12 autograded points, plus 2 for the hand-graded written answer):
+Submissions, and what each must get (points per test cell: gradcheck 2, linear 2, activation 2,
+logsoftmax 2, loss 2, mlp 3, sgd 1, train 3; 17 autograded points, plus 8 for the hand-graded written
+answers, the derivations and the ablations). "Part 1" below is the linear layer, the first part a
+submission solves; the gradient check comes before it in the notebook:
 
 ============================  =========================================================  ==========
 student                       what it is                                                 status
 ============================  =========================================================  ==========
-``solution``                  the instructor's solution                                  graded, 12
+``solution``                  the instructor's solution                                  graded, 17
 ``blank``                     the release as handed out                                  graded, 0
-``loop-in-function``          ``sgd_step`` never returns on a hidden case (lr = 0)       timeout, 11
-``loop-top-level``            ``while True: pass`` at the top of the log-softmax answer  timeout, 5
+``loop-in-function``          ``sgd_step`` never returns on a hidden case (lr = 0)       timeout, 16
+``loop-top-level``            ``while True: pass`` at the top of the log-softmax answer  timeout, 8
 ``memory-bomb``               part 1 solved; a cell allocates without end                graded, <= 2
-``os-exit``                   solved; ``os._exit(0)`` in a cell after part 1             crashed, 2
+``os-exit``                   solved; ``os._exit(0)`` in a cell after part 1             crashed, 4
 ``sys-exit``                  blank; ``sys.exit()`` / ``raise SystemExit`` everywhere     graded, 0
 ``tests-deleted``             blank; every test cell deleted                             graded, 0
 ``tests-edited``              part 1 solved; every test cell ``pass``; points 100;       graded, 2
@@ -28,8 +30,8 @@ student                       what it is                                        
                               the inputs, a pickle that runs code, an oversized file)
 ``reader``                    blank; looks for the reference, source notebook, gradebook,  graded, 0
                               other submissions, the grader's processes; calls the host
-``autograd``                  solved, but ``linear_backward`` uses torch.autograd        graded, 10
-``renamed``                   solved, handed in as ``homework.ipynb``                    graded, 12
+``autograd``                  solved, but ``linear_backward`` uses torch.autograd        graded, 15
+``renamed``                   solved, handed in as ``homework.ipynb``                    graded, 17
 ``wedged``                    part 1 solved; then a cell patches every ``close``,         timeout, 2
                               ``equal``, ``check``... of every module: the kernel's own
                               messaging breaks, the next cell never ends, and the
@@ -102,12 +104,14 @@ REFERENCE = ROOT / "solutions" / ASSIGNMENT / "reference.py"
 RELEASE = ROOT / "notebooks" / ASSIGNMENT / NOTEBOOK
 SITE = ROOT / "_build" / "html"
 
-LINEAR, ACTIVATION, LOGSOFTMAX, LOSS, MLP, SGD = (
-    "linear-test", "activation-test", "logsoftmax-test", "loss-test", "mlp-test", "sgd-test")
+GRADCHECK, LINEAR, ACTIVATION, LOGSOFTMAX, LOSS, MLP, SGD, TRAIN = (
+    "gradcheck-test", "linear-test", "activation-test", "logsoftmax-test", "loss-test", "mlp-test", "sgd-test",
+    "train-test")
 
 
 POINTS = points(ASSIGNMENT).auto  # grade_id of each autograded test cell -> its points
 MAX_AUTOGRADED = sum(POINTS.values())
+MAX_MANUAL = sum(points(ASSIGNMENT).manual.values())  # the hand-graded written answers
 
 
 # ------------------------------------------------------------------ building the submissions
@@ -601,7 +605,7 @@ def test_gradebook_agrees_with_results(batch):
     executed = [s for s in batch["how"] if result(batch, s)["executed"]]
     assert "solution" in executed and "blank" in executed
     with Gradebook(f"sqlite:///{batch['course'] / 'gradebook.db'}", COURSE_ID) as gb:
-        assert gb.find_assignment(ASSIGNMENT).max_score == MAX_AUTOGRADED + 2  # + the written answer
+        assert gb.find_assignment(ASSIGNMENT).max_score == MAX_AUTOGRADED + MAX_MANUAL  # + the written answers
         for student in executed:
             nb = gb.find_submission_notebook(NOTEBOOK.removesuffix(".ipynb"), ASSIGNMENT, student)
             auto = {g.name: g.auto_score for g in nb.grades if g.name in POINTS}
@@ -634,9 +638,10 @@ def test_infinite_loop_at_top_level_times_out_that_cell(batch):
     r = result(batch, "loop-top-level")
     assert r["status"] == "timeout", r["message"]
     assert "logsoftmax-solution" in r["message"] and f"ran past {CELL_TIMEOUT} s" in r["message"]
-    # log_softmax never got defined: the parts that need it get 0; of the MLP, only the logits (weight 1
-    # of 3), which need no log_softmax, pass; the rest keeps full marks
-    assert cell_scores(batch, "loop-top-level") == {**full_except(LOGSOFTMAX, LOSS), MLP: 1.0}
+    # log_softmax never got defined: the parts that need it get 0 (the classifier, trained with the loss,
+    # too); of the MLP, only the logits (weight 1 of 3), which need no log_softmax, pass; the rest keeps
+    # full marks
+    assert cell_scores(batch, "loop-top-level") == {**full_except(LOGSOFTMAX, LOSS, TRAIN), MLP: 1.0}
     assert re.search(r"mlp_logits: (\d+)/\1 cases passed", r["cells"][MLP]["message"]), r["cells"][MLP]["message"]
 
 
@@ -669,10 +674,11 @@ def test_memory_bomb_gains_nothing(batch):
 
 
 def test_os_exit_crashes_and_scores_only_what_ran_before(batch):
+    """The gradient check and the linear layer ran before the cell that exits; nothing after it."""
     r = result(batch, "os-exit")
     assert r["status"] == "crashed", r["message"]
     assert "kernel died" in r["message"]
-    assert cell_scores(batch, "os-exit") == {c: (POINTS[c] if c == LINEAR else 0.0) for c in POINTS}
+    assert cell_scores(batch, "os-exit") == {c: (POINTS[c] if c in (GRADCHECK, LINEAR) else 0.0) for c in POINTS}
     assert r["score"] < MAX_AUTOGRADED
 
 
@@ -693,7 +699,7 @@ def test_deleted_test_cells_change_nothing(batch):
 def test_edited_tests_and_metadata_change_nothing(batch):
     """Test cells replaced by ``pass`` (which nbgrader alone would score as passed), points raised to
     100, a test cell marked as an answer, a new 'graded' cell: the genuine part 1 earns its 2 points,
-    nothing else counts, and the maximum stays 12."""
+    nothing else counts, and the maximum stays 17."""
     r = result(batch, "tests-edited")
     assert r["status"] == "graded", r["message"]
     assert cell_scores(batch, "tests-edited") == {c: (POINTS[c] if c == LINEAR else 0.0) for c in POINTS}
@@ -928,7 +934,7 @@ def test_export_has_one_row_per_student_folder(batch):
         assert row["status"] in STATUSES, row
         r = result(batch, row["student_id"])
         assert row["status"] == r["status"]
-        assert float(row["max_score"]) == MAX_AUTOGRADED + 2
+        assert float(row["max_score"]) == MAX_AUTOGRADED + MAX_MANUAL
         assert float(row["score"]) == pytest.approx(r["score"]), row  # no manual grades entered yet
     by_id = {r["student_id"]: r for r in rows}
     assert float(by_id["solution"]["score"]) == MAX_AUTOGRADED
@@ -971,8 +977,9 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     subs, course = tmp_path / "submissions", tmp_path / "course"
     expected = {"s1-solution": MAX_AUTOGRADED, "s3-blank": 0.0, "s4-nothing": 0.0}
     write(submission(ASSIGNMENT), subs, "s1-solution", NOTEBOOK)
-    bug = load_bugs(load_assignment(ASSIGNMENT))[-1]  # sgd_step steps the wrong way: loses the sgd point only
-    assert bug.loses == {SGD}, bug.name
+    # sgd_step steps the wrong way: loses the sgd point and the classifier it trains, nothing else
+    bug = load_bugs(load_assignment(ASSIGNMENT))[-1]
+    assert bug.loses == {SGD, TRAIN}, bug.name
     # s2 takes a while, so that it is surely in flight when the grader is killed
     # and forges the grader's state (a full-marks result.json) that a resumed run would otherwise trust
     slow = add_cell_after(with_bug(ASSIGNMENT, bug), "setup", "import time\ntime.sleep(6)\n")

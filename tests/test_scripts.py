@@ -7,6 +7,7 @@ control changes.
 """
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -193,6 +194,7 @@ def test_activation_explorer_builds_and_redraws_on_change(capsys):
     w.dropdown.value = "relu"
     after_dropdown = w.html.value
     assert after_dropdown != first and 'alt="relu' in after_dropdown
+    assert "saturated units" in first and "units off" in after_dropdown  # ReLU: off, not saturated
 
     w.slider.value = 5.0
     assert w.html.value != after_dropdown and "σ = 5.00" in w.html.value
@@ -220,3 +222,27 @@ def test_saturation_statistics():
     assert saturation("relu", 3.0)["out_std"] > saturation("relu", 1.0)["out_std"]
     with pytest.raises(ValueError):
         saturation("tanh", -1.0)
+
+
+def test_saturation_counts_squashing_tails_as_saturated_and_rectifier_zero_side_as_off():
+    from nlpcourse.widgets import flat_tails, saturation
+
+    # the flat tails, where |f'| < 5 % of its maximum: sigmoid' = 0.0125, tanh' = 0.05
+    s_edge = (1 + math.sqrt(1 - 0.05)) / 2  # sigmoid(z) where sigmoid'(z) = s (1 - s) = 0.25 * 0.05
+    z_sigmoid, z_tanh = math.log(s_edge / (1 - s_edge)), math.atanh(math.sqrt(0.95))
+    assert flat_tails("sigmoid") == pytest.approx((-z_sigmoid, z_sigmoid), abs=2e-3)
+    assert flat_tails("tanh") == pytest.approx((-z_tanh, z_tanh), abs=2e-3)
+    assert flat_tails("relu") == (0.0, math.inf)
+    lo, hi = flat_tails("gelu")  # GELU' also crosses 0 near z = -0.75, which is no tail
+    assert -2.5 < lo < -2 and hi == math.inf
+    for sigma in (0.1, 1.0, 10.0):
+        relu = saturation("relu", sigma)
+        assert relu["saturated"] == 0 and relu["off"] == pytest.approx(0.5, abs=1e-9)  # every scale
+        for name in ("sigmoid", "tanh"):
+            assert saturation(name, sigma)["off"] == 0
+        assert saturation("gelu", sigma)["saturated"] == 0
+        assert saturation("gelu", sigma)["mean_grad"] == pytest.approx(0.5, abs=1e-3)
+    # P(|z| > z_tanh) for z ~ N(0, 10^2)
+    assert saturation("tanh", 10.0)["saturated"] == pytest.approx(math.erfc(z_tanh / 10 / math.sqrt(2)), abs=1e-3)
+    gelu = [saturation("gelu", s)["off"] for s in (0.1, 1.0, 3.0, 10.0)]
+    assert gelu[0] < 1e-6 and gelu == sorted(gelu) and gelu[-1] < 0.5

@@ -1,11 +1,12 @@
 """The word-vector library: the corpus, the word2vec trainer, PPMI + SVD, the word2vec file format,
 the evaluations, the explorer widget, the training script and the benchmark.
 
-The trainer's hand-written update is checked against autograd on the loss it claims to minimise; its
-windows against a brute-force loop; its quality on a corpus with a planted structure; its
-reproducibility as its module docstring promises it: bitwise on the CPU, and bitwise run after run on
-CUDA. Every test that is not about CUDA trains on the CPU explicitly (``device="cpu"``), so that it means
-the same with and without a GPU; the CUDA variants are marked ``gpu`` (skipped where there is none).
+The trainer's hand-written update is checked against autograd on the loss it claims to minimise (CBOW's
+default update, the C tool's, which is not that gradient, against a hand computation); its windows
+against a brute-force loop; its quality on a corpus with a planted structure; its reproducibility as
+its module docstring promises it: bitwise on the CPU, and bitwise run after run on CUDA. Every test
+that is not about CUDA trains on the CPU explicitly (``device="cpu"``), so that it means the same
+with and without a GPU; the CUDA variants are marked ``gpu`` (skipped where there is none).
 """
 from __future__ import annotations
 
@@ -138,28 +139,38 @@ def test_windows_respect_radius_and_sentences(sentence_lengths, seed):
 # ------------------------------------------------------------------ the update is SGD on the loss
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("architecture", ["skipgram", "cbow"])
-def test_hand_written_update_is_sgd_on_the_negative_sampling_loss(planted, architecture, device):
-    """One batch: W_new = W - lr * d(loss)/dW, with the loss of the module docstring and the same noise
-    words, by autograd (no row repeats enough to be damped). The model and its batch live on
-    ``device``; the autograd reference is computed on the CPU in float64."""
-    cfg = small_config(architecture=architecture, dim=6, negatives=3, max_row_repeats=10**9)
+def one_batch(planted, device, **kw):
+    """A model on ``device`` (no row repeats enough to be damped, output vectors not all zero so that every
+    term matters), a batch of 40 centres of radius 3 (many of their slots empty: the planted sentences have
+    8 words), and the noise words ``_step`` will draw for it, on the CPU."""
+    cfg = small_config(dim=6, negatives=3, max_row_repeats=10**9, **kw)
     model = Word2Vec(cfg, planted, device=device)
-    n, lr = 40, 0.1
+    n = 40
     g = torch.Generator().manual_seed(1)
     ids, sent = planted.ids.to(device), planted.sentence.to(device)
     centres = torch.arange(100, 100 + n, device=device)
     context, valid = model._contexts(ids, sent, centres, 3)  # radius 3 for all
-    centre = ids[centres]
-    model.W_out = (torch.randn(model.W_out.shape, generator=g) * 0.3).to(device)  # not all zero: every term matters
-    W_in = model.W_in.detach().cpu().double().requires_grad_()
-    W_out = model.W_out.detach().cpu().double().requires_grad_()
+    assert valid.any() and not valid.all()  # both filled and empty slots
+    model.W_out = (torch.randn(model.W_out.shape, generator=g) * 0.3).to(device)
     # the noise words _step will draw: the same call on the model's generator, which lives on its device
     state = model.generator.get_state()
     draws = torch.randint(len(model.noise_table), (n * cfg.negatives,), generator=model.generator, device=model.device)
     negatives = model.noise_table[draws].long().view(n, cfg.negatives).cpu()
     model.generator.set_state(state)
+    return model, context, valid, ids[centres], negatives
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("architecture,update", [("skipgram", "tool"), ("cbow", "exact")])
+def test_hand_written_update_is_sgd_on_the_negative_sampling_loss(planted, architecture, update, device):
+    """One batch: W_new = W - lr * d(loss)/dW, with the loss of the module docstring and the same noise
+    words, by autograd: skip-gram, and CBOW with ``cbow_update="exact"`` (the true gradient of the mean).
+    The model and its batch live on ``device``; the autograd reference is computed on the CPU in float64."""
+    model, context, valid, centre, negatives = one_batch(planted, device, architecture=architecture,
+                                                         cbow_update=update)
+    n, K, lr = len(centre), model.config.negatives, 0.1
+    W_in = model.W_in.detach().cpu().double().requires_grad_()
+    W_out = model.W_out.detach().cpu().double().requires_grad_()
     logsig = torch.nn.functional.logsigmoid
     ctx, ok, cen = context.cpu(), valid.cpu(), centre.cpu()
     loss = torch.zeros((), dtype=torch.float64)
@@ -171,7 +182,7 @@ def test_hand_written_update_is_sgd_on_the_negative_sampling_loss(planted, archi
             inputs = [torch.stack(members).mean(0)] if members else []
         for x in inputs:
             loss = loss - logsig(W_out[cen[i]] @ x)
-            for k in range(cfg.negatives):
+            for k in range(K):
                 if negatives[i, k] != cen[i]:
                     loss = loss - logsig(-W_out[negatives[i, k]] @ x)
     d_in, d_out = torch.autograd.grad(loss, (W_in, W_out))
@@ -180,6 +191,48 @@ def test_hand_written_update_is_sgd_on_the_negative_sampling_loss(planted, archi
     assert float(got_loss) == pytest.approx(float(loss.detach()), rel=1e-4)
     torch.testing.assert_close(model.W_in.cpu().double(), (W_in - lr * d_in).detach(), rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(model.W_out.cpu().double(), (W_out - lr * d_out).detach(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cbow_tool_update_adds_the_full_dh_to_every_context_word(planted, device):
+    """CBOW's default update, that of the C tool and gensim (``cbow_mean=1``), by hand: with ``h`` the
+    mean of a centre's context vectors and ``dh`` the gradient of its loss with respect to ``h``, every
+    filled context slot gets ``-lr * dh`` in full (not ``dh / C``, the true gradient), every output
+    vector ``-lr * dloss/du``, as in the exact update; the zero row of the empty slots stays zero."""
+    model, context, valid, centre, negatives = one_batch(planted, device, architecture="cbow")
+    assert model.config.cbow_update == "tool"
+    n, lr = len(centre), 0.1
+    W_in, W_out = model.W_in.cpu().double(), model.W_out.cpu().double()
+    new_in, new_out = W_in.clone(), W_out.clone()
+    ctx, ok, cen = context.cpu(), valid.cpu(), centre.cpu()
+    for i in range(n):
+        members = [int(ctx[i, k]) for k in range(ctx.shape[1]) if ok[i, k]]
+        if not members:
+            continue
+        h = W_in[members].mean(0)
+        dh = torch.zeros_like(h)
+        targets = [(int(cen[i]), 1.0)] + [(int(w), 0.0) for w in negatives[i] if w != cen[i]]
+        for word, label in targets:  # d/ds of -log σ(s) is σ(s) - 1; of -log σ(-s), σ(s)
+            coef = float(torch.sigmoid(W_out[word] @ h)) - label
+            dh += coef * W_out[word]
+            new_out[word] -= lr * coef * h
+        for word in members:  # a word in two slots gets dh twice
+            new_in[word] -= lr * dh
+    model._step(context, valid, centre, lr)
+    torch.testing.assert_close(model.W_in.cpu().double(), new_in, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(model.W_out.cpu().double(), new_out, rtol=1e-4, atol=1e-5)
+    assert not model.W_in[-1].any()  # the padding row: untouched
+    # and so C times the exact update: one centre with C filled slots, both ways, from the same start
+    i = int(torch.nonzero(ok.sum(1) >= 3)[0])
+    C = int(ok[i].sum())
+    moved = {}
+    for update in ("tool", "exact"):
+        one, *_ = one_batch(planted, device, architecture="cbow", cbow_update=update)
+        start = one.W_in.clone()
+        one._step(context[i:i + 1], valid[i:i + 1], centre[i:i + 1], lr)
+        moved[update] = (one.W_in - start).cpu().double()
+    assert moved["tool"].abs().sum() > 0
+    torch.testing.assert_close(moved["tool"], C * moved["exact"], rtol=1e-4, atol=1e-6)
 
 
 def test_damping_scales_only_rows_used_too_often(planted):
@@ -237,13 +290,13 @@ def test_training_is_deterministic_and_learns_the_planted_topics(planted):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("architecture", ["skipgram", "cbow"])
-def test_cuda_training_is_deterministic_and_learns_the_planted_topics(planted, architecture):
+@pytest.mark.parametrize("architecture,update", [("skipgram", "tool"), ("cbow", "tool"), ("cbow", "exact")])
+def test_cuda_training_is_deterministic_and_learns_the_planted_topics(planted, architecture, update):
     """The CUDA promise: bitwise-identical vectors and loss curve run after run on one GPU, with
     ``torch.use_deterministic_algorithms`` off (the promise must not lean on that global flag) and the
     same with it on, where none of the trainer's operations may be one it warns about."""
     with deterministic_algorithms(False):
-        runs = [train_planted(planted, "cuda", architecture=architecture) for _ in range(2)]
+        runs = [train_planted(planted, "cuda", architecture=architecture, cbow_update=update) for _ in range(2)]
     (first, loss), (second, loss_again) = runs
     assert first.W_in.is_cuda and first.generator.device.type == "cuda"
     assert torch.equal(first.W_in, second.W_in) and torch.equal(first.W_out, second.W_out)
@@ -251,7 +304,7 @@ def test_cuda_training_is_deterministic_and_learns_the_planted_topics(planted, a
     assert bool(torch.isfinite(first.W_in).all()) and not first.W_in[-1].any()  # the padding row stays zero
     with warnings.catch_warnings(record=True) as caught, deterministic_algorithms(True, warn_only=True):
         warnings.simplefilter("always")
-        third, loss_det = train_planted(planted, "cuda", architecture=architecture)
+        third, loss_det = train_planted(planted, "cuda", architecture=architecture, cbow_update=update)
     flagged = {str(w.message).split(" does not have")[0] for w in caught
                if "does not have a deterministic implementation" in str(w.message)}
     assert not flagged, f"operations torch.use_deterministic_algorithms flags: {sorted(flagged)}"
@@ -263,16 +316,34 @@ def test_cuda_training_is_deterministic_and_learns_the_planted_topics(planted, a
         assert all(w.startswith("b") for w, _ in first.vectors().nearest("b1", 5))
 
 
-def test_cbow_trains_too(planted):
-    model, loss = train_planted(planted, "cpu", architecture="cbow")
+@pytest.mark.parametrize("update", ["tool", "exact"])
+def test_cbow_trains_too(planted, update):
+    model, loss = train_planted(planted, "cpu", architecture="cbow", cbow_update=update)
     assert loss[-1] < loss[0]
     assert all(w.startswith("b") for w, _ in model.vectors().nearest("b1", 5))
+    again, loss_again = train_planted(planted, "cpu", architecture="cbow", cbow_update=update)
+    assert torch.equal(model.W_in, again.W_in) and loss == loss_again  # the CPU promise holds for CBOW too
+
+
+def test_learning_rate_defaults_to_the_c_tools_per_architecture():
+    """lr=None: 0.025 for skip-gram, 0.05 for CBOW (the C tool's); resolved when read, so that replacing
+    the architecture of a config gives the new one's default; an explicit lr is kept."""
+    import dataclasses
+
+    sg = Word2VecConfig()
+    assert sg.lr is None and sg.initial_lr == 0.025 and sg.cbow_update == "tool"
+    assert Word2VecConfig(architecture="cbow").initial_lr == 0.05
+    assert dataclasses.replace(sg, architecture="cbow").initial_lr == 0.05
+    assert Word2VecConfig(architecture="cbow", lr=0.025).initial_lr == 0.025
+    with pytest.raises(ConfigError, match="min_lr"):
+        Word2VecConfig(architecture="cbow", min_lr=0.06)  # above CBOW's default lr
 
 
 def test_config_rejects_bad_values():
     for kwargs, field in [({"architecture": "glove"}, "architecture"), ({"negatives": 0}, "negatives"),
                           ({"dim": 0}, "dim"), ({"sample": -1e-3}, "sample"),
-                          ({"lr": 0.01, "min_lr": 0.1}, "min_lr")]:
+                          ({"lr": 0.01, "min_lr": 0.1}, "min_lr"), ({"cbow_update": "sum"}, "cbow_update"),
+                          ({"architecture": "cbow", "cbow_update": "mean"}, "cbow_update")]:
         with pytest.raises(ConfigError, match=field) as info:
             Word2VecConfig(**kwargs)
         assert isinstance(info.value, CourseError) and isinstance(info.value, ValueError)
@@ -430,16 +501,18 @@ def test_benchmark_small_run_writes_the_documented_json(tmp_path):
                            "--epochs", "1", "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(out.read_text())
-    for side in ("course", "gensim"):
+    for side in ("course", "gensim", "course_cbow", "gensim_cbow"):
         for key in ("analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s"):
             assert isinstance(data[side][key], float), (side, key)
     assert data["ratio"]["wall_s"] == pytest.approx(data["course"]["wall_s"] / data["gensim"]["wall_s"])
-    assert "course/gensim" in proc.stdout
+    assert data["ratio_cbow"]["wall_s"] == pytest.approx(data["course_cbow"]["wall_s"] / data["gensim_cbow"]["wall_s"])
+    assert data["setup"]["lr"] == {"skipgram": 0.025, "cbow": 0.05}
+    assert "course/gensim" in proc.stdout and "cbow targets" in proc.stdout
 
 
 def test_committed_benchmark_table_has_the_documented_keys():
     data = json.loads((ROOT / "benchmarks" / "results" / "word2vec.json").read_text())
-    for side in ("course", "gensim"):
+    for side in ("course", "gensim", "course_cbow", "gensim_cbow"):
         assert {"analogy_accuracy", "ws353_spearman", "simlex_spearman", "wall_s", "words_per_s"} <= set(data[side])
     assert data["setup"]["corpus_words"] > 2_000_000 and data["setup"]["threads"] == 2
 

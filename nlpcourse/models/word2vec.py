@@ -12,11 +12,18 @@ Two matrices are learned: ``W_in`` (V, D), the *input* vectors (the word vectors
   ``-log σ(W_out[c]·W_in[o]) - Σ_k log σ(-W_out[n_k]·W_in[o])`` (Mikolov et al. 2013b, eq. 4; the
   roles of centre and context are those of the original C tool and of gensim).
 * **CBOW** predicts the centre word from the *mean* of its context vectors ``h``:
-  ``-log σ(W_out[c]·h) - Σ_k log σ(-W_out[n_k]·h)``.
+  ``-log σ(W_out[c]·h) - Σ_k log σ(-W_out[n_k]·h)``. With ``dh`` the loss's gradient with respect to
+  ``h``, the true gradient with respect to each of the ``C`` context vectors is ``dh / C``. The C tool
+  and gensim (``cbow_mean=1``) add the full ``dh`` to every context vector instead: the gradient each
+  would get if ``h`` were their sum, computed at the mean; the exact step with a learning rate ``C``
+  times larger for the context vectors than for the output vectors. That is the default
+  (``cbow_update="tool"``), with the C tool's initial learning rate for CBOW, 0.05 (0.025 for
+  skip-gram); ``cbow_update="exact"`` takes the true gradient, whose context vectors learn slower.
 
-The trainer updates both matrices by plain SGD, with gradients written out by hand (no autograd: it is
-three matrix products per batch), a learning rate that decays linearly to ``min_lr``, subsampling of
-frequent words and a dynamic window, as in the C tool. Two things differ, because a batch of ``n``
+The trainer updates both matrices by plain SGD, with the steps written out by hand (no autograd: it is
+three matrix products per batch; for CBOW, by default, the C tool's step above rather than the
+gradient), a learning rate that decays linearly to ``min_lr``, subsampling of frequent words and a
+dynamic window, as in the C tool. Two things differ, because a batch of ``n``
 centres is updated at once rather than one pair at a time:
 
 * the K noise words are drawn once per centre and shared by all its context words (Ji et al., 2016),
@@ -65,6 +72,9 @@ from ..history import History
 from ..vectors import WordVectors
 
 ARCHITECTURES = ("skipgram", "cbow")
+CBOW_UPDATES = ("tool", "exact")
+#: The initial learning rate of each architecture when the config leaves ``lr`` unset: the C tool's.
+DEFAULT_LR = {"skipgram": 0.025, "cbow": 0.05}
 LOSS_EVERY = 8  # the training curve: the loss of one batch in 8
 
 
@@ -77,13 +87,18 @@ class Word2VecConfig:
     docstring. A bad value raises :class:`~nlpcourse.errors.ConfigError` naming the field."""
 
     architecture: str = "skipgram"  # "skipgram" (predict the centre from each context word) or "cbow" (from their mean)
+    # CBOW's update of the context vectors: "tool": the full dh (gradient wrt the mean h) to every context word, as the
+    # C tool and gensim (cbow_mean=1); "exact": dh / (number of context words), the true gradient of the mean
+    cbow_update: str = "tool"
     dim: int = 100  # D: size of each word vector
     window: int = 5  # largest context radius; each centre draws its radius uniformly from 1..window
     negatives: int = 5  # K: noise words per centre
     noise_power: float = 0.75  # noise distribution: unigram counts to this power, normalised
     sample: float = 1e-3  # subsampling threshold t: frequent words are dropped at random (0: keep all)
     epochs: int = 5  # passes over the corpus
-    lr: float = 0.025  # initial learning rate, decayed linearly to min_lr over the whole run
+    # initial learning rate, decayed linearly to min_lr over the whole run; None: the C tool's default for the
+    # architecture, 0.025 for skip-gram and 0.05 for CBOW (DEFAULT_LR; the value used is ``initial_lr``)
+    lr: float | None = None
     min_lr: float = 1e-4  # final learning rate
     batch_size: int = 8192  # centre positions per block, updated in one step per radius (about n/window each)
     max_row_repeats: int = 64  # a row used more often than this in one batch has its update scaled to this many uses
@@ -96,10 +111,20 @@ class Word2VecConfig:
         for name in ("dim", "window", "negatives", "epochs", "batch_size", "max_row_repeats", "noise_table_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"Word2VecConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.min_lr <= self.lr:
-            raise ConfigError(f"Word2VecConfig: need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
+        if self.cbow_update not in CBOW_UPDATES:
+            raise ConfigError(f"Word2VecConfig.cbow_update must be one of {CBOW_UPDATES}, got {self.cbow_update!r}")
+        if not 0 <= self.min_lr <= self.initial_lr:
+            raise ConfigError(f"Word2VecConfig: need 0 <= min_lr <= lr, got min_lr={self.min_lr}, "
+                              f"lr={self.initial_lr}")
         if self.sample < 0:
             raise ConfigError(f"Word2VecConfig.sample must be >= 0, got {self.sample}")
+
+    @property
+    def initial_lr(self) -> float:
+        """The learning rate the run starts from: ``lr``, or the architecture's default when it is None
+        (resolved here rather than stored, so that ``dataclasses.replace(cfg, architecture=...)`` of a
+        config with ``lr=None`` gets the default of the new architecture)."""
+        return DEFAULT_LR[self.architecture] if self.lr is None else self.lr
 
 
 def keep_probability(counts: torch.Tensor, sample: float) -> torch.Tensor:
@@ -183,7 +208,7 @@ class Word2Vec:
     def _step(self, context: torch.Tensor, valid: torch.Tensor, centre: torch.Tensor, lr: float,
               with_loss: bool = True) -> torch.Tensor | None:
         """One SGD step on a batch; returns the batch's summed loss (a 0-d tensor), if ``with_loss``."""
-        n, K, D = len(centre), self.config.negatives, self.config.dim
+        (n, C), K, D = context.shape, self.config.negatives, self.config.dim
         # drawn where the generator lives (the model's device), as every draw of the run
         draw = torch.randint(len(self.noise_table), (n * K,), generator=self.generator, device=self.device)
         negatives = self.noise_table[draw].long().view(n, K)  # (n,K)
@@ -192,9 +217,10 @@ class Word2Vec:
         use = torch.cat([torch.ones_like(centre[:, None], dtype=torch.bool), negatives != centre[:, None]], 1)
         sign = torch.full((1, K + 1), -1.0, device=centre.device)
         sign[0, 0] = 1.0  # +1 for the true word, -1 for noise: the loss is -log σ(sign * score)
-        U = self.W_out[targets]  # (n,1+K,D)
+        # gathers by index_select: the same copy as W_out[targets], three times faster on the CPU
+        U = self.W_out.index_select(0, targets.reshape(-1)).view(n, K + 1, D)  # (n,1+K,D)
         if self.config.architecture == "skipgram":
-            X = self.W_in[context]  # (n,C,D): one input vector per context slot
+            X = self.W_in.index_select(0, context.reshape(-1)).view(n, C, D)  # (n,C,D): one input vector per slot
             scores = torch.bmm(X, U.transpose(1, 2))  # (n,C,D) x (n,D,1+K) -> (n,C,1+K)
             weight = (valid[:, :, None] & use[:, None, :]).float()  # (n,C,1+K)
             signed = scores * sign
@@ -207,8 +233,9 @@ class Word2Vec:
             dU = torch.bmm((G * s_out[:, None, :]).transpose(1, 2), X)  # (n,1+K,C) x (n,C,D) -> (n,1+K,D)
         else:  # cbow
             size = valid.sum(1, keepdim=True).clamp(min=1)  # (n,1) context words per centre
-            X = self.W_in[context]  # (n,C,D); empty slots hold the zero row
-            h = X.sum(1) / size  # (n,D): mean of the context vectors
+            # (n,D): mean of the context vectors, the empty slots pointing to the zero row; embedding_bag sums
+            # each row's vectors without building the (n,C,D) tensor of them, one bag at a time (deterministic)
+            h = torch.nn.functional.embedding_bag(context, self.W_in, mode="sum") / size
             scores = torch.bmm(U, h[:, :, None]).squeeze(2)  # (n,1+K,D) x (n,D,1) -> (n,1+K)
             weight = (use & valid.any(1, keepdim=True)).float()  # (n,1+K)
             signed = scores * sign
@@ -217,7 +244,10 @@ class Word2Vec:
             s_in = self._damping(context, valid)  # (n,C)
             s_out = self._damping(targets, weight)  # (n,1+K)
             dh = torch.bmm(G[:, None, :], U).squeeze(1)  # (n,1,1+K) x (n,1+K,D) -> (n,D)
-            dX = dh[:, None, :] * (valid * s_in / size)[:, :, None]  # (n,C,D): each context word's share
+            if self.config.cbow_update == "tool":  # the C tool, gensim: the full dh to every context word
+                dX = dh[:, None, :] * (valid * s_in)[:, :, None]  # (n,C,D)
+            else:  # exact: the gradient of the mean, each context word's share dh / C
+                dX = dh[:, None, :] * (valid * s_in / size)[:, :, None]  # (n,C,D)
             dU = (G * s_out)[:, :, None] * h[:, None, :]  # (n,1+K,1) * (n,1,D) -> (n,1+K,D)
         self._scatter_add(self.W_in, context.reshape(-1), dX.reshape(-1, D))
         self._scatter_add(self.W_out, targets.reshape(-1), dU.reshape(-1, D))
@@ -245,6 +275,7 @@ class Word2Vec:
         from ..train import _progress_default
 
         cfg = self.config
+        lr0 = cfg.initial_lr
         ids, sent = corpus.ids.to(self.device), corpus.sentence.to(self.device)
         total = len(ids) * cfg.epochs  # learning-rate schedule: by raw tokens, as the C tool
         every = max(1, total // max(1, reports))
@@ -260,7 +291,7 @@ class Word2Vec:
             for s in range(0, N, cfg.batch_size):
                 block = torch.arange(s, min(s + cfg.batch_size, N), device=self.device)  # (n,) centre positions
                 progress_words = done + s / N * len(ids)
-                lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * progress_words / total)
+                lr = max(cfg.min_lr, lr0 - (lr0 - cfg.min_lr) * progress_words / total)
                 # the block's centres grouped by radius, so that a centre of radius r gets 2r context slots
                 # rather than 2 * window (most of them empty): sorted, each group is a slice
                 r_block = radius[block]
@@ -289,7 +320,7 @@ class Word2Vec:
             done += len(ids)
         bar.close()
         if not bool(torch.isfinite(self.W_in).all()):  # (the zero row too: a NaN gradient would reach it)
-            raise NumericalError(f"word2vec diverged (non-finite vectors) with lr={self.config.lr}, "
+            raise NumericalError(f"word2vec diverged (non-finite vectors) with lr={self.config.initial_lr}, "
                                  f"batch_size={self.config.batch_size}: lower one of them")
         return history
 
@@ -308,5 +339,5 @@ def negative_sampling_flops(negatives: int, dim: int) -> int:
     return (1 + negatives) * dim
 
 
-__all__ = ["ARCHITECTURES", "Word2VecConfig", "Word2Vec", "keep_probability", "full_softmax_flops",
-           "negative_sampling_flops"]
+__all__ = ["ARCHITECTURES", "CBOW_UPDATES", "DEFAULT_LR", "Word2VecConfig", "Word2Vec", "keep_probability",
+           "full_softmax_flops", "negative_sampling_flops"]

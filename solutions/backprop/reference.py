@@ -1,10 +1,27 @@
 """Reference for the assignment "Backprop by hand" (``backprop.ipynb``). Instructor side: never shipped.
 
-Students write, without autograd, the forward and backward pass of a one-hidden-layer MLP classifier
-with softmax cross-entropy. Every reference below is PyTorch's own operation, and every reference
-gradient comes from ``torch.autograd``: the grade says "your gradients agree with autograd".
+Students write, without autograd, a numerical gradient check, the forward and backward pass of a
+one-hidden-layer MLP classifier with softmax cross-entropy, and a training loop that fits it to the
+movie reviews. Every reference below is PyTorch's own operation, and every reference gradient comes from
+``torch.autograd``: the grade says "your gradients agree with autograd".
 (``tanh_backward`` gets the forward *output* ``A``, as autograd's tanh node does; its reference is
 ``aten.tanh_backward(dA, A)``, the very kernel that node runs, since ``Z`` is not an argument.)
+
+Two parts are not compared value by value with a reference's output:
+
+* ``numerical_gradient`` is recorded as ``numerical_gradient(scalar_test_function(spec), X, eps)``
+  (``scalar_test_function`` is a locked cell of the notebook, repeated here); its reference is the
+  *exact* gradient, by autograd, and each case's tolerance (rtol 1e-5, atol 1e-6) is what central
+  differences meet with a margin and one-sided differences do not.
+* ``train_review_classifier`` returns trained parameters. Its "reference", :func:`required_accuracy`,
+  only says what they must reach; :func:`check_training` (the part's ``check``) computes, here in the
+  grader, the accuracy of the returned parameters on the held-out reviews of the case's split, with the
+  reference forward pass. No number the kernel reports is used. The kernel builds its training data
+  itself (``review_data`` in the notebook, from ``data/``), so a case is four integers.
+
+Real data: :func:`_review_rows` draws rows of real reviews as bag-of-words vectors; the linear layer,
+the activations, log-softmax, the loss, the MLP, the SGD step, the gradient check and the relative error
+each have cases on them.
 
 Cases: ``cases(generator, device)`` draws every random input from ``generator`` on the CPU and moves
 it to ``device``, so the same seed gives the same inputs on every device. Case names say what a case
@@ -28,11 +45,15 @@ PyTorch's.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 import torch.nn.functional as F
 
 from grader.spec import Part, make_case
-from nlpcourse.checking import Case
+from nlpcourse.checking import Case, Verdict
+from nlpcourse.data import Vocab, load_reviews, split_indices, word_tokenize
+from nlpcourse.models.bow_mlp import bag_of_words
 
 NOTEBOOK = "backprop.ipynb"
 
@@ -51,12 +72,41 @@ ACTIVATION_FORBIDDEN = NO_AUTOGRAD + NO_ACTIVATIONS
 SOFTMAX_FORBIDDEN = NO_AUTOGRAD + NO_SOFTMAX
 MLP_FORBIDDEN = NO_AUTOGRAD + NO_SOFTMAX + NO_ACTIVATIONS + (".linear", ".addmm")
 SGD_FORBIDDEN = NO_AUTOGRAD
+GRADCHECK_FORBIDDEN = NO_AUTOGRAD  # the point of a numerical gradient: no autograd to lean on
+TRAIN_FORBIDDEN = MLP_FORBIDDEN  # the student's own functions train the model: no torch.nn, no torch.optim
 
 # ------------------------------------------------------------------ reference implementations
 
 
 def _leaf(t: torch.Tensor) -> torch.Tensor:
     return t.detach().clone().requires_grad_(True)
+
+
+def scalar_test_function(spec):
+    """The scalar function that ``spec`` describes: the same code as the notebook's locked cell
+    ``gradcheck-functions`` (solutions/backprop/test_backprop_reference.py checks that they agree)."""
+    if spec["kind"] == "polynomial":
+        a, b, c, u = spec["a"], spec["b"], spec["c"], spec["u"]
+        return lambda X: (a * X**2 + b * X**3 + c * torch.tanh(X)).sum() + torch.tanh((u * X).sum())
+    if spec["kind"] == "layer":
+        R, C = spec["R"], spec["C"]
+        return lambda W: (C * torch.tanh(R @ W.T)).sum()
+    raise ValueError(f"unknown kind of test function: {spec['kind']!r}")
+
+
+def numerical_gradient(X, eps, spec):
+    """The exact gradient of ``scalar_test_function(spec)`` at ``X`` (the hidden test records the
+    student's ``numerical_gradient(scalar_test_function(spec), X, eps)``; ``eps`` is theirs to use)."""
+    with torch.enable_grad():
+        X_ = _leaf(X)
+        (grad,) = torch.autograd.grad(scalar_test_function(spec)(X_), X_)
+    return grad
+
+
+def relative_error(a, b):
+    """max_i |a_i - b_i| / max(|a_i|, |b_i|, 1e-8), the definition the notebook states, in float64."""
+    a, b = a.double(), b.double()
+    return ((a - b).abs() / torch.maximum(a.abs(), b.abs()).clamp_min(1e-8)).max().item()
 
 
 def linear_forward(X, W, b):
@@ -134,6 +184,88 @@ def sgd_step(params, grads, lr):
     return new
 
 
+# ------------------------------------------------------------------ the movie reviews (real data)
+
+SPLIT_FRACTIONS = (0.8, 0.2)  # training and held-out movies, as the notebook's review_data()
+TRAIN_VOCAB = 2000  # words of the vocabulary in the training cases (V = 2004 with the specials)
+REQUIRED_ACCURACY = 0.69  # held-out accuracy each trained classifier must reach (the notebook says so)
+
+
+@lru_cache(maxsize=1)
+def _tokenized_reviews() -> tuple[list[list[str]], list[int], list[str]]:
+    reviews = load_reviews()
+    return [word_tokenize(r.text) for r in reviews], [r.label for r in reviews], [r.movie for r in reviews]
+
+
+@lru_cache(maxsize=16)
+def _split_vocab(split_seed: int, vocab_size: int) -> tuple[Vocab, list[int], list[int]]:
+    """The vocabulary, training and held-out indices of one split by movie, as review_data() builds them."""
+    tokens, _, movies = _tokenized_reviews()
+    train_idx, val_idx = split_indices(len(tokens), SPLIT_FRACTIONS, seed=split_seed, groups=movies)
+    return Vocab.build([tokens[i] for i in train_idx], min_freq=2, max_size=vocab_size), train_idx, val_idx
+
+
+@lru_cache(maxsize=4)
+def held_out(split_seed: int, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(X_val (N, V) float32, y_val (N,) long): the held-out reviews exactly as the notebook's
+    ``review_data(split_seed, vocab_size)`` returns them."""
+    tokens, labels, _ = _tokenized_reviews()
+    vocab, _, val_idx = _split_vocab(split_seed, vocab_size)
+    X = bag_of_words([vocab.encode(tokens[i]) for i in val_idx], len(vocab))
+    return X, torch.tensor([labels[i] for i in val_idx])
+
+
+def _review_rows(g: torch.Generator, n: int, vocab_size: int = 300, dtype=torch.float64):
+    """``n`` reviews drawn at random as bag-of-words rows (n, vocab_size + 4) over the vocabulary of
+    split 0's training reviews (0.0 / 1.0; many rows have only a few known words), and their labels."""
+    tokens, labels, _ = _tokenized_reviews()
+    vocab = _split_vocab(0, vocab_size)[0]
+    idx = torch.randperm(len(tokens), generator=g)[:n].tolist()
+    X = bag_of_words([vocab.encode(tokens[i]) for i in idx], len(vocab)).to(dtype)
+    return X, torch.tensor([labels[i] for i in idx])
+
+
+def required_accuracy(split_seed, vocab_size, hidden, seed):
+    """The "reference" of train_review_classifier: not a trained model (training again here would cost as
+    much as the student's run), but the held-out accuracy its parameters must reach."""
+    return REQUIRED_ACCURACY
+
+
+def held_out_accuracy(params, split_seed: int, vocab_size: int) -> float:
+    """Accuracy of a ReLU MLP's parameters on the held-out reviews, with the reference forward pass."""
+    X, y = held_out(split_seed, vocab_size)
+    p = {k: params[k].detach().cpu().double() for k in ("W_1", "b_1", "W_2", "b_2")}
+    logits = mlp_logits(p, X.double(), "relu")
+    return (logits.argmax(dim=-1) == y).double().mean().item()
+
+
+def check_training(expected, got, case: Case, device) -> Verdict:
+    """``got``, the parameters train_review_classifier returned, must have the right keys, shapes and
+    finite values, and reach ``expected`` held-out accuracy, measured here."""
+    split_seed, vocab_size, hidden, _ = case.args
+    V = held_out(split_seed, vocab_size)[0].shape[1]
+    shapes = {"W_1": (hidden, V), "b_1": (hidden,), "W_2": (2, hidden), "b_2": (2,)}
+    if not isinstance(got, dict):
+        return Verdict(False, f"expected a dict of parameters with keys {sorted(shapes)}, got {type(got).__name__}")
+    if device is not None:
+        return Verdict(False, f"expected the parameters on {device}, where the inputs were")
+    for name, shape in shapes.items():
+        t = got.get(name)
+        if not isinstance(t, torch.Tensor):
+            return Verdict(False, f"params[{name!r}]: expected a tensor of shape {shape}, got {type(t).__name__}")
+        if tuple(t.shape) != shape:
+            return Verdict(False, f"params[{name!r}]: expected shape {shape}, got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            return Verdict(False, f"params[{name!r}]: expected floating-point values, got dtype {t.dtype}")
+        if not torch.isfinite(t).all():
+            return Verdict(False, f"params[{name!r}] holds inf or nan: did the training diverge?")
+    accuracy = held_out_accuracy(got, split_seed, vocab_size)
+    if accuracy < expected:
+        return Verdict(False, f"held-out accuracy {accuracy:.3f}, below the {expected:.2f} required",
+                       {"accuracy": accuracy})
+    return Verdict(True, details={"accuracy": accuracy})
+
+
 # ------------------------------------------------------------------ cases
 
 
@@ -155,6 +287,15 @@ def _with_zeros(g, shape, dtype):
 
 f64, f32 = torch.float64, torch.float32
 
+
+def _real_layer(g, B=16, vocab_size=300, H=8, dtype=f32):
+    """B real reviews as bag-of-words rows X (B, vocab_size + 4), their labels y (B,), and the
+    pre-activations Z = X W^T + b (B, H) of a random layer over them."""
+    X, y = _review_rows(g, B, vocab_size, dtype)
+    W, b = _randn(g, H, X.shape[1], dtype=dtype, scale=0.5), _randn(g, H, dtype=dtype, scale=0.1)
+    return X, y, X @ W.T + b
+
+
 # (name, B, D, H, dtype)
 _LINEAR_SHAPES = [
     ("random B=4 D=3 H=5 float64", 4, 3, 5, f64),
@@ -172,6 +313,9 @@ def linear_forward_cases(g: torch.Generator, device: str) -> list[Case]:
              for name, B, D, H, dt in _LINEAR_SHAPES]
     cases.append(make_case("zero inputs: every row is the bias (B=3 D=2 H=4) float64",
                        (torch.zeros(3, 2, dtype=f64), _randn(g, 4, 2), _randn(g, 4)), device))
+    X, _ = _review_rows(g, 16, 300, f32)
+    cases.append(make_case("real: 16 reviews as bag-of-words rows (B=16 D=304 H=8) float32",
+                           (X, _randn(g, 8, 304, dtype=f32, scale=0.5), _randn(g, 8, dtype=f32)), device))
     return cases
 
 
@@ -180,6 +324,9 @@ def linear_backward_cases(g: torch.Generator, device: str) -> list[Case]:
              for name, B, D, H, dt in _LINEAR_SHAPES]
     cases.append(make_case("zero upstream gradient (B=3 D=2 H=4) float64",
                        (torch.zeros(3, 4, dtype=f64), _randn(g, 3, 2), _randn(g, 4, 2)), device))
+    X, _ = _review_rows(g, 16, 300, f64)
+    cases.append(make_case("real: 16 reviews as bag-of-words rows (B=16 D=304 H=8) float64",
+                           (_randn(g, 16, 8), X, _randn(g, 8, 304, scale=0.5)), device))
     return cases
 
 
@@ -198,6 +345,8 @@ def relu_forward_cases(g: torch.Generator, device: str) -> list[Case]:
     cases = [make_case(name, (_randn(g, *shape, dtype=dt, scale=s),), device) for name, shape, dt, s in _ELEMENTWISE]
     cases.append(make_case("exact zeros (+0.0 and -0.0) (6, 5) float64", (_with_zeros(g, (6, 5), f64),), device))
     cases.append(make_case("all negative (3, 4) float64", (-_randn(g, 3, 4).abs() - 0.1,), device))
+    cases.append(make_case("real: pre-activations of a layer over 16 reviews (16, 8) float32",
+                           (_real_layer(g)[2],), device))
     return cases
 
 
@@ -208,6 +357,8 @@ def relu_backward_cases(g: torch.Generator, device: str) -> list[Case]:
                        (_randn(g, 6, 5), _with_zeros(g, (6, 5), f64)), device))
     cases.append(make_case("Z with exact zeros: gradient 0 there (6, 5) float32",
                        (_randn(g, 6, 5, dtype=f32), _with_zeros(g, (6, 5), f32)), device))
+    cases.append(make_case("real: Z the pre-activations of a layer over 16 reviews (16, 8) float32",
+                           (_randn(g, 16, 8, dtype=f32), _real_layer(g)[2]), device))
     return cases
 
 
@@ -222,6 +373,8 @@ def tanh_forward_cases(g: torch.Generator, device: str) -> list[Case]:
              for name, shape, dt, s in _ELEMENTWISE if s == 1.0]
     cases.append(make_case("large |Z| (5, 4) float32, scale 1000", (_randn(g, 5, 4, dtype=f32, scale=1000.0),), device))
     cases += [make_case(name, (Z.to(f64),), device) for name, Z in _TANH_EXTRA]
+    cases.append(make_case("real: pre-activations of a layer over 16 reviews (16, 8) float64",
+                           (_real_layer(g, dtype=f64)[2],), device))
     return cases
 
 
@@ -234,6 +387,8 @@ def tanh_backward_cases(g: torch.Generator, device: str) -> list[Case]:
                        (_randn(g, 5, 4, dtype=f32), torch.tanh(_randn(g, 5, 4, dtype=f32, scale=1000.0))), device))
     cases += [make_case(name.replace("|Z|", "|Z|, A = tanh(Z),"), (_randn(g, *Z.shape), torch.tanh(Z.to(f64))), device)
               for name, Z in _TANH_EXTRA]
+    cases.append(make_case("real: A = tanh of the pre-activations of a layer over 16 reviews (16, 8) float64",
+                           (_randn(g, 16, 8), torch.tanh(_real_layer(g, dtype=f64)[2])), device))
     return cases
 
 
@@ -260,9 +415,14 @@ def _logits_cases(g: torch.Generator, device: str, with_labels: bool) -> list[Ca
         Z = torch.tensor([[1000.0, -1000.0, 0.0], [-1000.0, 1000.0, 500.0]], dtype=f32)
         cases.append(make_case("large logits, wrong class wins by 2000 (B=2 K=3) float32",
                            (Z, torch.tensor([1, 0])), device))
+        _, y, Z = _real_layer(g, H=2)
+        cases.append(make_case("real: logits of a random layer over 16 reviews, their labels (B=16 K=2) float32",
+                               (Z, y), device))
     else:
         cases.append(make_case("1-D vector (K=6) float64", (_randn(g, 6),), device))
         cases.append(make_case("3-D batch of sequences (2, 3, 5) float32", (_randn(g, 2, 3, 5, dtype=f32),), device))
+        cases.append(make_case("real: logits of a random layer over 16 reviews (B=16 K=2) float32",
+                               (_real_layer(g, H=2)[2],), device))
     return cases
 
 
@@ -305,6 +465,11 @@ def _mlp_specs(g: torch.Generator):
     p["b_1"][::2] = 0.0
     specs.append(("relu hidden pre-activations exactly 0 (X = 0, some b_1 = 0) (B=3 D=3 H=6 K=2) float64", p,
                   torch.zeros(3, 3, dtype=f64), torch.tensor([0, 1, 1]), "relu"))
+    # real reviews: bag-of-words rows and their labels
+    for act, dt in (("relu", f32), ("tanh", f64)):
+        X, y = _review_rows(g, 16, 300, dt)
+        specs.append((f"{act} real: 16 reviews as bag-of-words rows, their labels (B=16 V=304 H=8 K=2) {dt}"
+                      .replace("torch.", ""), _params(g, 304, 8, 2, dt, w_scale=0.3, b_scale=0.1), X, y, act))
     return specs
 
 
@@ -322,6 +487,9 @@ def sgd_step_cases(g: torch.Generator, device: str) -> list[Case]:
 
     p64, p32, p_big = _params(g, 3, 5, 2), _params(g, 10, 16, 4, f32), _params(g, 4, 6, 3)
     one = {"w": _randn(g, 3)}
+    X, y = _review_rows(g, 16, 300, f32)
+    p_real = _params(g, 304, 8, 2, f32, w_scale=0.3, b_scale=0.1)
+    grads_real = mlp_loss_and_grads(p_real, X, y, "relu")[1]
     return [
         make_case("MLP parameters float64, lr=0.1", (p64, grads_like(p64), 0.1), device),
         make_case("MLP parameters float32, lr=0.5", (p32, grads_like(p32), 0.5), device),
@@ -330,12 +498,109 @@ def sgd_step_cases(g: torch.Generator, device: str) -> list[Case]:
                   (p64, {k: torch.zeros_like(v) for k, v in p64.items()}, 1.0), device),
         make_case("one parameter, integer lr=2, float64", (one, grads_like(one), 2), device),
         make_case("large gradients (scale 1e6), lr=1e-3, float32", (p32, grads_like(p32, 1e6), 1e-3), device),
+        make_case("real: an MLP's parameters and their gradients on 16 reviews (V=304 H=8), lr=0.5, float32",
+                  (p_real, grads_real, 0.5), device),
+    ]
+
+
+_GRADIENT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}  # central differences: ~1e-9 off; one-sided: ~1e-5 and more
+
+
+def _polynomial(g, shape, cubic=0.3, ignore=0.0):
+    """A spec of kind "polynomial" for X of ``shape``; with ``ignore``, that share of the entries of X
+    (at random) have all their coefficients 0, so f does not depend on them."""
+    a, b, c, u = (torch.randn(shape, generator=g, dtype=f64) for _ in range(4))
+    spec = {"kind": "polynomial", "a": a, "b": cubic * b, "c": c, "u": 0.5 * u}
+    if ignore:
+        used = (torch.rand(shape, generator=g) >= ignore).to(f64)
+        used.view(-1)[0] = 0.0  # at least one entry ignored
+        spec.update({k: spec[k] * used for k in "abcu"})
+    return spec
+
+
+def numerical_gradient_cases(g: torch.Generator, device: str) -> list[Case]:
+    """(X, eps, spec): the hidden test records numerical_gradient(scalar_test_function(spec), X, eps)."""
+    cases = []
+    for name, shape, eps in [("polynomial, X (3, 4), eps 1e-5", (3, 4), 1e-5),
+                             ("polynomial, X (6,), eps 1e-4", (6,), 1e-4),
+                             ("polynomial, 3-D X (2, 3, 2), eps 1e-5", (2, 3, 2), 1e-5),
+                             ("one entry, X (1,), eps 1e-5", (1,), 1e-5),
+                             ("a 0-d X (a scalar), eps 1e-4", (), 1e-4)]:
+        X = torch.randn(shape, generator=g, dtype=f64)
+        cases.append(make_case(name, (X, eps, _polynomial(g, shape)), device, **_GRADIENT_TOLERANCE))
+    cases.append(make_case("ignores half of its entries (the gradient is exactly 0 there), X (4, 4), eps 1e-5",
+                           (_randn(g, 4, 4), 1e-5, _polynomial(g, (4, 4), ignore=0.5)), device,
+                           **_GRADIENT_TOLERANCE))
+    cases.append(make_case("large entries (|X| up to about 5, tanh saturated), X (3, 3), eps 1e-5",
+                           (_randn(g, 3, 3, scale=2.0), 1e-5, _polynomial(g, (3, 3), cubic=0.05)), device,
+                           **_GRADIENT_TOLERANCE))
+    R, _ = _review_rows(g, 6, 50)
+    spec = {"kind": "layer", "R": R, "C": _randn(g, 6, 3)}
+    cases.append(make_case("real: tanh layer over 6 reviews (bag of words, 50 words), W (3, 54); words absent "
+                           "from all 6 get gradient 0", (_randn(g, 3, R.shape[1], scale=0.5), 1e-5, spec), device,
+                           **_GRADIENT_TOLERANCE))
+    return cases
+
+
+def relative_error_cases(g: torch.Generator, device: str) -> list[Case]:
+    """(a, b) pairs; the reference returns a Python float."""
+    a = _randn(g, 4, 5)
+    both_zero = _with_zeros(g, (5, 4), f64)
+    b_zero = _randn(g, 4, 3)
+    X, _ = _review_rows(g, 8, 300, f32)
+    fewer = X.clone()
+    for row in fewer:  # one word fewer in every review that has one
+        present = row.nonzero().flatten()
+        if len(present):
+            row[present[torch.randint(len(present), (), generator=g)]] = 0.0
+    equal = _randn(g, 2, 3, 4)
+    tiny = (_randn(g, 3, 4, scale=1e-10), _randn(g, 3, 4, scale=1e-10))
+    big = _randn(g, 3, 3, scale=1e8)
+    a32 = _randn(g, 4, 4, dtype=f32)
+    return [
+        make_case("close (4, 5) float64: b = a (1 + 1e-7 noise)", (a, a * (1 + 1e-7 * _randn(g, 4, 5))), device),
+        make_case("unrelated (3, 3) float64", (_randn(g, 3, 3), _randn(g, 3, 3)), device),
+        make_case("exact zeros at the same entries of both (5, 4) float64",
+                  (both_zero, torch.where(both_zero == 0, both_zero, both_zero + 0.01 * _randn(g, 5, 4))), device),
+        make_case("b is 0 where a is not (4, 3) float64",
+                  (b_zero, torch.where(torch.rand(4, 3, generator=g) < 0.3, 0.0, b_zero * (1 + 1e-3))), device),
+        make_case("equal tensors, 3-D (2, 3, 4) float64: 0", (equal, equal.clone()), device),
+        make_case("tiny entries, about 1e-10 (the 1e-8 floor decides) (3, 4) float64", tiny, device),
+        make_case("large entries, about 1e8 (3, 3) float64", (big, big * (1 + 1e-6 * _randn(g, 3, 3))), device),
+        make_case("float32 (4, 4)", (a32, a32 + 1e-3 * _randn(g, 4, 4, dtype=f32)), device),
+        make_case("one entry (1,) float64", (_randn(g, 1), _randn(g, 1)), device),
+        make_case("0-d tensors (scalars) float64", (torch.tensor(2.0, dtype=f64), torch.tensor(2.5, dtype=f64)),
+                  device),
+        make_case("real: 8 reviews as bag-of-words rows vs the same with one word removed (8, 304) float32",
+                  (X, fewer), device),
+    ]
+
+
+def train_cases(g: torch.Generator, device: str) -> list[Case]:
+    """(split_seed, vocab_size, hidden, seed): the kernel builds the data itself (review_data), trains,
+    and check_training measures the returned parameters. CPU only: the time limit that the notebook
+    states is for one CPU thread (a GPU run would add a second round of training to the same cell).
+    No hidden size below 8: with H = 2, about 2 % of the solution's runs end with both ReLU units dead
+    (never active on any review), at the majority class."""
+    if device != "cpu":
+        return []
+    split_1, split_2 = (int(s) for s in torch.randint(1, 10**6, (2,), generator=g))
+    seeds = [int(s) for s in torch.randint(0, 10**6, (3,), generator=g)]
+    return [
+        make_case("split seed 0 (as in the visible test), 2000 words, H=32", (0, TRAIN_VOCAB, 32, seeds[0]), device),
+        make_case(f"split seed {split_1}, 2000 words, H=16", (split_1, TRAIN_VOCAB, 16, seeds[1]), device),
+        make_case(f"split seed {split_2}, 2000 words, a small hidden layer (H=8)", (split_2, TRAIN_VOCAB, 8, seeds[2]),
+                  device),
     ]
 
 
 # ------------------------------------------------------------------ the parts
 
 PARTS: dict[str, Part] = {
+    "numerical_gradient": Part("gradcheck-test", numerical_gradient, numerical_gradient_cases,
+                               ("gradcheck-solution",), GRADCHECK_FORBIDDEN, weight=2.0),
+    "relative_error": Part("gradcheck-test", relative_error, relative_error_cases, ("gradcheck-solution",),
+                           GRADCHECK_FORBIDDEN),
     "linear_forward": Part("linear-test", linear_forward, linear_forward_cases, ("linear-solution",), LINEAR_FORBIDDEN),
     "linear_backward": Part("linear-test", linear_backward, linear_backward_cases, ("linear-solution",),
                             LINEAR_FORBIDDEN),
@@ -356,4 +621,6 @@ PARTS: dict[str, Part] = {
     "mlp_loss_and_grads": Part("mlp-test", mlp_loss_and_grads, mlp_loss_and_grads_cases, ("mlp-solution",),
                                MLP_FORBIDDEN, weight=2.0),
     "sgd_step": Part("sgd-test", sgd_step, sgd_step_cases, ("sgd-solution",), SGD_FORBIDDEN),
+    "train_review_classifier": Part("train-test", required_accuracy, train_cases, ("train-solution",),
+                                    TRAIN_FORBIDDEN, check=check_training),
 }
