@@ -58,7 +58,7 @@ test: setup sysdeps book
 	$(VENV)/bin/ruff check .
 	$(PY) scripts/executed_chapters.py --out _build/executed
 	$(PY) -m pytest -n 2 --dist loadfile tests solutions _build/executed/book \
-	  --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
+	  --nbval --nbval-current-env --nbval-cell-timeout=900 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 clean:
 	rm -rf _build .pytest_cache book/_vendor
