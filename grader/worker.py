@@ -66,9 +66,6 @@ class Job:
     def load(cls, path: Path) -> Job:
         return cls(**json.loads(path.read_text()))
 
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=1))
-
 
 @dataclass
 class CellScore:
