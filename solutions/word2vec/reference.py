@@ -2,12 +2,22 @@
 
 Students write the pieces of word2vec with negative sampling (Mikolov et al., 2013): subsampling, the
 skip-gram pairs of a dynamic window, the noise distribution and its draws, a numerically stable
-log-sigmoid and the skip-gram loss, the CBOW hidden vector and loss, and 3CosAdd analogies. Every
-reference below is PyTorch's own operation where there is one (``F.logsigmoid``, ``F.embedding_bag``,
-``F.normalize``, ``torch.multinomial``), and the losses are graded together with their gradients, both
-computed by autograd (:func:`nlpcourse.checking.value_and_grads`) through the reference here and through
-the student's function in the kernel: the grade says "your loss, and so the gradients that training would
-follow, agree with PyTorch's".
+log-sigmoid and the skip-gram loss, its gradients derived by hand, a gradient check (central differences
+and a relative error), the CBOW hidden vector and loss, 3CosAdd analogies, and finally a skip-gram trainer
+made of their own pieces, run on real text. Every reference below is PyTorch's own operation where there
+is one (``F.logsigmoid``, ``F.embedding_bag``, ``F.normalize``, ``torch.multinomial``, autograd), and the
+losses are graded together with their gradients, both computed by autograd
+(:func:`nlpcourse.checking.value_and_grads`) through the reference here and through the student's function
+in the kernel: the grade says "your loss, and so the gradients that training would follow, agree with
+PyTorch's". The hand-derived ``sgns_gradients`` are compared with autograd's gradients of the reference
+loss (autograd runs here, in the grader's process; the student's answer cell may not use it).
+
+``train_sgns`` is judged by its outcome, never by a number the kernel reports: the student's trainer
+returns its two embedding matrices for a slice of Austen that the case names (start, size, seed and
+hyperparameters: a few numbers), and :func:`_check_training` scores them here on the 20,000 tokens that
+follow the slice (text the training never saw): the held-out SGNS loss and a pair accuracy, each against
+a stated threshold (``MAX_HELDOUT_LOSS``, ``MIN_PAIR_ACCURACY``). Its reference only returns the
+thresholds: the grader does not train again.
 
 The draws of ``draw_negatives`` cannot be compared value by value (any correct sampler is fine): their
 part has its own ``check``, a chi-square test of the draws against the noise distribution of the case
@@ -47,6 +57,8 @@ import torch.nn.functional as F
 
 from grader.spec import Part, make_case
 from nlpcourse.checking import Case, Verdict, compare, compare_samples, value_and_grads
+from nlpcourse.data import load_text, word_tokenize
+from nlpcourse.data.word_corpus import WordCorpus, build_word_corpus, words_only
 from nlpcourse.vectors import WordVectors, read_analogies
 
 NOTEBOOK = "word2vec.ipynb"
@@ -70,6 +82,10 @@ PAIRS_FORBIDDEN = NO_LIBRARY
 NEGATIVES_FORBIDDEN = NO_LIBRARY
 SGNS_FORBIDDEN = NO_LIBRARY + NO_AUTOGRAD + NO_LOSSES
 CBOW_FORBIDDEN = SGNS_FORBIDDEN + (".embedding_bag", "EmbeddingBag", ".embedding")
+#: The hand-derived gradients and the trainer: no autograd in any form, not even through the course's helper.
+GRADIENTS_FORBIDDEN = SGNS_FORBIDDEN + ("value_and_grads",)
+GRADCHECK_FORBIDDEN = NO_LIBRARY + NO_AUTOGRAD + ("value_and_grads", "torch.testing", "gradcheck")
+TRAIN_FORBIDDEN = GRADIENTS_FORBIDDEN + ("torch.optim",)
 ANALOGY_FORBIDDEN = NO_LIBRARY + (".most_similar",)
 
 # ------------------------------------------------------------------ reference implementations
@@ -112,6 +128,56 @@ def _sgns(v_c, u_o, u_neg):
 sgns_loss = value_and_grads(_sgns)
 
 
+def sgns_gradients(v_c, u_o, u_neg):
+    """(dL/dv_c, dL/du_o, dL/du_neg) of the batch-mean SGNS loss, by autograd through the reference loss."""
+    return tuple(sgns_loss(v_c, u_o, u_neg)[1])
+
+
+# The functions whose numerical gradients the hidden tests ask for. The notebook's locked cell
+# "gradcheck-functions" defines the same ones under the same names (tested in test_word2vec_reference.py).
+def _cubic(x):
+    return (x ** 3 - 2 * x ** 2 + 0.5 * x).sum()
+
+
+def _log_sum_exp(x):
+    return torch.logsumexp(x.reshape(-1), dim=0)
+
+
+def _wave(x):
+    return (torch.sin(3 * x) * x).sum()
+
+
+def _quadratic(x, A):
+    v = x.reshape(-1)
+    return v @ A @ v
+
+
+def _tanh_layer(x, W, b):
+    return torch.tanh(W @ x.reshape(-1) + b).sum()
+
+
+GRADCHECK_FUNCTIONS = {"cubic": _cubic, "log_sum_exp": _log_sum_exp, "wave": _wave, "quadratic": _quadratic,
+                       "tanh_layer": _tanh_layer}
+
+
+def numerical_gradient_on(name, x, eps, *fixed):
+    """Central differences of GRADCHECK_FUNCTIONS[name](., *fixed) at x, one coordinate at a time."""
+    f = GRADCHECK_FUNCTIONS[name]
+    grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
+    for i in range(x.numel()):
+        plus, minus = x.clone(), x.clone()
+        plus.view(-1)[i] += eps
+        minus.view(-1)[i] -= eps
+        grad.view(-1)[i] = (f(plus, *fixed) - f(minus, *fixed)) / (2 * eps)
+    return grad
+
+
+def relative_error(a, b):
+    a, b = a.double(), b.double()
+    size = torch.linalg.vector_norm(a) + torch.linalg.vector_norm(b)
+    return 0.0 if size == 0 else float(torch.linalg.vector_norm(a - b) / size)
+
+
 def cbow_hidden(W_in, context, mask):
     lengths = mask.sum(1)
     offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)[:-1]])
@@ -138,6 +204,105 @@ def analogy(E, a, b, c):
     return _analogy_scores(E, a, b, c).argmax(dim=1)
 
 
+# ------------------------------------------------------------------ training on Austen: the outcome
+
+TRAIN_TOKENS = 50_000  # tokens of the training slice
+HELD_OUT_TOKENS = 20_000  # the tokens that follow it, never trained on
+HELD_OUT_RADIUS = 2  # held-out pairs: words at distance 1 or 2
+HELD_OUT_K = 5  # noise words per held-out pair in the loss
+MIN_COUNT = 3  # vocabulary of the slice: words seen at least 3 times
+#: The thresholds, stated in the notebook. The solution, over 8 slices and seeds (solutions/word2vec/
+#: test_word2vec_reference.py measures 2): held-out loss 2.68-2.71, pair accuracy 0.585-0.596; zero vectors
+#: give (K + 1) log 2 = 4.16 and 0.50; the best constant score 2.70 and 0.50.
+MAX_HELDOUT_LOSS = 2.85
+MIN_PAIR_ACCURACY = 0.55
+#: The hyperparameters of the hidden cases (the notebook's defaults, passed explicitly):
+#: dim, window, K, power, epochs, lr, t, batch.
+TRAIN_SETTINGS = (32, 5, 5, 0.75, 10, 0.05, 1e-3, 512)
+
+
+@lru_cache(maxsize=1)
+def _austen_words() -> tuple[str, ...]:
+    """Every word token of the bundled Austen, lower-cased, without punctuation: what the notebook's
+    ``austen_words()`` returns."""
+    return tuple(words_only(word_tokenize(load_text("austen"))))
+
+
+@lru_cache(maxsize=8)
+def _training_corpus(start: int, n_tokens: int) -> WordCorpus:
+    """The notebook's ``austen_slice(start, n_tokens)``: the vocabulary and ids the student trains on."""
+    return build_word_corpus([_austen_words()[start:start + n_tokens]], min_count=MIN_COUNT)
+
+
+@lru_cache(maxsize=8)
+def _held_out_pairs(start: int, n_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(centres, contexts): every pair of words at distance 1..HELD_OUT_RADIUS, both ways, among the
+    HELD_OUT_TOKENS tokens after the slice, once the words outside its vocabulary are dropped."""
+    corpus = _training_corpus(start, n_tokens)
+    after = _austen_words()[start + n_tokens:start + n_tokens + HELD_OUT_TOKENS]
+    ids = torch.tensor([corpus.index[w] for w in after if w in corpus.index], dtype=torch.long)
+    centres, contexts = [], []
+    for d in range(1, HELD_OUT_RADIUS + 1):
+        centres += [ids[:-d], ids[d:]]
+        contexts += [ids[d:], ids[:-d]]
+    return torch.cat(centres), torch.cat(contexts)
+
+
+def heldout_quality(W_in: torch.Tensor, W_out: torch.Tensor, start: int, n_tokens: int,
+                    seed: int = 0, others: int = 10) -> tuple[float, float]:
+    """(held-out loss, pair accuracy) of trained vectors, on the text after the slice (the notebook's
+    ``heldout_quality`` is the same code).
+
+    * loss: the mean over the held-out pairs (c, o) of -log s(u_o.v_c) - K E_n[log s(-u_n.v_c)], the noise
+      word n from the slice's counts ** 0.75 (the expectation computed exactly: no draw);
+    * pair accuracy: how often u_o.v_c beats u_o'.v_c, o' the context of another held-out pair drawn at
+      random (``others`` per pair, from ``seed``); ties count one half. Chance: 0.5."""
+    corpus = _training_corpus(start, n_tokens)
+    centres, contexts = _held_out_pairs(start, n_tokens)
+    W_in, W_out = W_in.detach().cpu().double(), W_out.detach().cpu().double()
+    noise = corpus.counts.double() ** 0.75
+    noise = noise / noise.sum()
+    seen, row = torch.unique(centres, return_inverse=True)
+    scores = W_in[seen] @ W_out.T  # (centres seen, V): every score the held-out pairs need
+    noise_loss = -HELD_OUT_K * (F.logsigmoid(-scores) * noise).sum(dim=1)
+    true = scores[row, contexts]
+    loss = (-F.logsigmoid(true) + noise_loss[row]).mean().item()
+    g = torch.Generator().manual_seed(seed)
+    other = contexts[torch.randint(len(contexts), (len(contexts), others), generator=g)]
+    rival = scores[row[:, None], other]
+    wins = (true[:, None] > rival).double() + 0.5 * (true[:, None] == rival).double()
+    return loss, wins.mean().item()
+
+
+def train_sgns(start, n_tokens, seed, dim, window, K, power, epochs, lr, t, batch):
+    """The grader does not train: what the vectors must reach (see _check_training)."""
+    return {"max_loss": MAX_HELDOUT_LOSS, "min_accuracy": MIN_PAIR_ACCURACY}
+
+
+def _check_training(expected, got, case, device):
+    """The trained (W_in, W_out): shapes (V, dim) for the slice's vocabulary, finite, and held-out quality
+    within the thresholds, measured here on text the training never saw."""
+    start, n_tokens, seed, dim = case.args[:4]
+    V = _training_corpus(start, n_tokens).vocab_size
+    if not (isinstance(got, (list, tuple)) and len(got) == 2):
+        return Verdict(False, f"expected (W_in, W_out): two tensors of shape ({V}, {dim}), got {type(got).__name__}")
+    for name, W in zip(("W_in", "W_out"), got):
+        if not isinstance(W, torch.Tensor) or not W.is_floating_point():
+            return Verdict(False, f"{name}: expected a float tensor of shape ({V}, {dim}), got {type(W).__name__}"
+                                  + (f" of dtype {W.dtype}" if isinstance(W, torch.Tensor) else ""))
+        if tuple(W.shape) != (V, dim):
+            return Verdict(False, f"{name}: expected shape ({V}, {dim}) (one row per word of "
+                                  f"austen_slice({start}, {n_tokens}).words), got {tuple(W.shape)}")
+        if not torch.isfinite(W).all():
+            return Verdict(False, f"{name}: {int((~torch.isfinite(W)).sum())} values are nan or inf (training "
+                                  "diverged: check the signs, the learning rate and the batch-mean factor)")
+    loss, accuracy = heldout_quality(got[0], got[1], start, n_tokens, seed=seed + 1)
+    ok = loss <= expected["max_loss"] and accuracy >= expected["min_accuracy"]
+    message = (f"held-out loss {loss:.3f} (must be at most {expected['max_loss']}) and pair accuracy "
+               f"{accuracy:.3f} (at least {expected['min_accuracy']})")
+    return Verdict(ok, "" if ok else message, {"loss": loss, "accuracy": accuracy})
+
+
 # ------------------------------------------------------------------ checks
 
 
@@ -162,6 +327,21 @@ def _loss_and_grads_check(names):
         for name, e, g in zip(names, expected[1], got[1]):
             verdict = compare(e, g, f"gradient of the loss w.r.t. {name} (by autograd through your function)",
                               case.rtol, case.atol, device)
+            if not verdict.ok:
+                return verdict
+        return Verdict(True)
+
+    return check
+
+
+def _tuple_check(names):
+    """Compare a tuple of tensors, naming the first element that is wrong."""
+
+    def check(expected, got, case, device):
+        if not (isinstance(got, (list, tuple)) and len(got) == len(names)):
+            return compare(tuple(expected), got, "output", case.rtol, case.atol, device)
+        for name, e, g in zip(names, expected, got):
+            verdict = compare(e, g, name, case.rtol, case.atol, device)
             if not verdict.ok:
                 return verdict
         return Verdict(True)
@@ -355,7 +535,90 @@ def sgns_cases(g: torch.Generator, device: str) -> list[Case]:
     return [make_case(name, (v_c, u_o, u_neg), device) for name, v_c, u_o, u_neg in specs]
 
 
-# ------------------------------------------------------------------ 5. CBOW
+# ------------------------------------------------------------------ 5. hand-derived gradients
+
+
+def _real_sgns_batch(g, B: int, K: int):
+    """A real batch: (centre, context) pairs at distance 1 or 2 in a slice of Austen, both words among the
+    course's vectors, K noise words each drawn from rank ** -0.75 (a Zipfian noise distribution); every
+    vector is a row of the course's skip-gram vectors (float32, D = 100)."""
+    words, E = _real_vectors()
+    index = {w: i for i, w in enumerate(words)}
+    ids = torch.tensor([index[w] for w in _austen_slice(g, 600) if w in index], dtype=torch.long)
+    centres = torch.cat([ids[:-1], ids[1:], ids[:-2], ids[2:]])
+    contexts = torch.cat([ids[1:], ids[:-1], ids[2:], ids[:-2]])
+    pick = torch.randperm(len(centres), generator=g)[:B]
+    noise = torch.arange(1, len(words) + 1, dtype=f64) ** -0.75
+    negatives = torch.multinomial(noise / noise.sum(), B * K, replacement=True, generator=g).view(B, K)
+    return E[centres[pick]].clone(), E[contexts[pick]].clone(), E[negatives].clone()
+
+
+def gradient_cases(g: torch.Generator, device: str) -> list[Case]:
+    specs = []
+    for name, B, K, D, dt, scale in [("random B=4 K=2 D=3 float64", 4, 2, 3, f64, 1.0),
+                                     ("random B=32 K=5 D=16 float32", 32, 5, 16, f32, 0.5),
+                                     ("random B=8 K=3 D=10 float64", 8, 3, 10, f64, 0.7),
+                                     ("batch of 1 (B=1 K=4 D=5) float64", 1, 4, 5, f64, 1.0),
+                                     ("one noise word (K=1), B=6 D=4 float64", 6, 1, 4, f64, 1.0),
+                                     ("vectors of one dimension (D=1), B=5 K=3 float64", 5, 3, 1, f64, 2.0),
+                                     ("vectors of one dimension (D=1), B=7 K=2 float32", 7, 2, 1, f32, 2.0),
+                                     ("B=1 K=1 D=1 float64", 1, 1, 1, f64, 1.5)]:
+        specs.append((name, _randn(g, B, D, dtype=dt, scale=scale), _randn(g, B, D, dtype=dt, scale=scale),
+                      _randn(g, B, K, D, dtype=dt, scale=scale)))
+    for size, dt in [(50.0, f32), (1000.0, f32), (50.0, f64), (1000.0, f64)]:
+        specs.append((f"scores around +-{size:g} (B=5 K=3 D=4) {str(dt).removeprefix('torch.')}",
+                      *_large_sgns(g, 5, 3, 4, size, dt)))
+    specs.append(("real: pairs of an Austen slice and Zipfian noise words, with the course's skip-gram vectors "
+                  "(B=64 K=5 D=100) float32", *_real_sgns_batch(g, 64, 5)))
+    specs.append(("real: one pair, 15 noise words, the course's vectors (B=1 K=15 D=100) float32",
+                  *_real_sgns_batch(g, 1, 15)))
+    return [make_case(name, (v_c, u_o, u_neg), device) for name, v_c, u_o, u_neg in specs]
+
+
+# ------------------------------------------------------------------ 6. gradient check
+
+
+def numerical_gradient_cases(g: torch.Generator, device: str) -> list[Case]:
+    def loose(name, args):  # float32: the two evaluations of f are rounded; a forward difference is still far off
+        return make_case(name, args, device, rtol=1e-3, atol=1e-4)
+    A = _randn(g, 6, 6)
+    W, b = _randn(g, 3, 4, dtype=f32), _randn(g, 3, dtype=f32)
+    return [
+        make_case("cubic, x (5,) float64, eps 1e-6", ("cubic", _randn(g, 5), 1e-6), device),
+        make_case("log-sum-exp, x (3, 4) float64, eps 1e-5", ("log_sum_exp", _randn(g, 3, 4), 1e-5), device),
+        make_case("quadratic form x.A.x (A not symmetric), x (6,) float64, eps 1e-4",
+                  ("quadratic", _randn(g, 6), 1e-4, A), device),
+        make_case("sin(3x) x, x (2, 3, 2) float64 (3-D), eps 1e-3", ("wave", _randn(g, 2, 3, 2), 1e-3), device),
+        make_case("cubic, x a 0-d tensor (one number) float64, eps 1e-4",
+                  ("cubic", torch.tensor(1.5 + float(torch.rand((), generator=g)), dtype=f64), 1e-4), device),
+        make_case("cubic, x (1,) float64, a large eps 0.1", ("cubic", _randn(g, 1) + 2.0, 0.1), device),
+        loose("tanh layer, x (4,) float32, eps 1e-2", ("tanh_layer", _randn(g, 4, dtype=f32), 1e-2, W, b)),
+    ]
+
+
+def relative_error_cases(g: torch.Generator, device: str) -> list[Case]:
+    a = _randn(g, 4, 5)
+    close = a * (1 + 1e-7 * _randn(g, 4, 5))
+    x32 = _randn(g, 3, 2, 4, dtype=f32)
+    v = _randn(g, 6)
+
+    def case(name, x, y, rtol=None):
+        return make_case(name, (x, y), device, rtol=rtol, atol=1e-12 if rtol is None else 1e-7)
+    return [
+        case("random (4, 5) float64, far apart", a, _randn(g, 4, 5)),
+        case("nearly equal (4, 5) float64, relative differences about 1e-7", a, close),
+        case("float32 (3, 2, 4), differences about 1e-3", x32, x32 + 1e-3 * _randn(g, 3, 2, 4, dtype=f32), 1e-4),
+        case("equal tensors: 0", v, v.clone()),
+        case("both zero (5,): 0, not nan", torch.zeros(5, dtype=f64), torch.zeros(5, dtype=f64)),
+        case("a zero, b not (5,): 1", torch.zeros(5, dtype=f64), _randn(g, 5)),
+        case("b zero, a not (3, 3): 1", _randn(g, 3, 3), torch.zeros(3, 3, dtype=f64)),
+        case("opposite (a = -b), (6,): 1", v, -v),
+        case("very different sizes: a 1000 times b (4,)", 1000 * v[:4], v[:4].clone()),
+        case("0-d tensors", torch.tensor(2.5, dtype=f64), torch.tensor(2.0, dtype=f64)),
+    ]
+
+
+# ------------------------------------------------------------------ 7. CBOW
 
 
 def _cbow_spec(g, V, D, B, C, K, dtype, scale=1.0, full=False, single=False):
@@ -408,7 +671,7 @@ def cbow_loss_cases(g: torch.Generator, device: str) -> list[Case]:
     return [make_case(name, spec, device) for name, spec in _cbow_specs(g)]
 
 
-# ------------------------------------------------------------------ 6. analogies
+# ------------------------------------------------------------------ 8. analogies
 
 
 def _margin_ok(E, a, b, c, need: float) -> torch.Tensor:
@@ -481,6 +744,24 @@ def analogy_cases(g: torch.Generator, device: str) -> list[Case]:
     return cases
 
 
+# ------------------------------------------------------------------ 9. training on Austen
+
+
+def training_cases(g: torch.Generator, device: str) -> list[Case]:
+    """Three slices of Austen, each followed by HELD_OUT_TOKENS tokens, and a seed each: about 3 s of one
+    CPU thread per case for the solution. The trainer runs on the CPU: no CUDA case."""
+    if device != "cpu":
+        return []
+    last = len(_austen_words()) - TRAIN_TOKENS - HELD_OUT_TOKENS
+    cases = []
+    for _ in range(3):
+        start, seed = _randint(g, 0, last), _randint(g, 0, 2**31 - 1)
+        V = _training_corpus(start, TRAIN_TOKENS).vocab_size
+        cases.append(make_case(f"Austen words {start:,}..{start + TRAIN_TOKENS - 1:,} (V={V}), seed {seed}, the "
+                               "default settings", (start, TRAIN_TOKENS, seed, *TRAIN_SETTINGS), device))
+    return cases
+
+
 # ------------------------------------------------------------------ the parts
 
 PARTS: dict[str, Part] = {
@@ -493,8 +774,17 @@ PARTS: dict[str, Part] = {
     "log_sigmoid": Part("sgns-test", log_sigmoid, log_sigmoid_cases, ("sgns-solution",), SGNS_FORBIDDEN),
     "sgns_loss": Part("sgns-test", sgns_loss, sgns_cases, ("sgns-solution",), SGNS_FORBIDDEN, weight=2.0,
                       check=_loss_and_grads_check(("v_c", "u_o", "u_neg"))),
+    "sgns_gradients": Part("gradients-test", sgns_gradients, gradient_cases, ("gradients-solution",),
+                           GRADIENTS_FORBIDDEN, check=_tuple_check(("dv_c", "du_o", "du_neg"))),
+    "numerical_gradient": Part("gradcheck-test", numerical_gradient_on, numerical_gradient_cases,
+                               ("gradcheck-solution",), GRADCHECK_FORBIDDEN, weight=2.0),
+    "relative_error": Part("gradcheck-test", relative_error, relative_error_cases, ("gradcheck-solution",),
+                           GRADCHECK_FORBIDDEN),
     "cbow_hidden": Part("cbow-test", cbow_hidden, cbow_hidden_cases, ("cbow-solution",), CBOW_FORBIDDEN),
     "cbow_loss": Part("cbow-test", cbow_loss, cbow_loss_cases, ("cbow-solution",), CBOW_FORBIDDEN, weight=2.0,
                       check=_loss_and_grads_check(("W_in", "W_out"))),
     "analogy": Part("analogy-test", analogy, analogy_cases, ("analogy-solution",), ANALOGY_FORBIDDEN),
+    # the trainer's cell and the hand-derived gradients it calls: no autograd in either
+    "train_sgns": Part("train-test", train_sgns, training_cases, ("train-solution", "gradients-solution"),
+                       TRAIN_FORBIDDEN, check=_check_training),
 }
