@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> dict:
     add, mul = evaluate_analogies(vectors, "3CosAdd"), evaluate_analogies(vectors, "3CosMul")
     ws, sl = evaluate_similarity(vectors, "wordsim353"), evaluate_similarity(vectors, "simlex999")
     report = {
-        "config": dataclasses.asdict(cfg), "corpus_words": corpus.raw_tokens, "kept_tokens": len(corpus),
+        "config": dataclasses.asdict(cfg) | {"lr": cfg.initial_lr},  # the rate used, not None
+        "corpus_words": corpus.raw_tokens, "kept_tokens": len(corpus),
         "vocab_size": corpus.vocab_size, "seconds": round(seconds, 1), "threads": args.threads,
         "history": history.metrics,
         "analogies": {r.method: {"accuracy": r.accuracy, "correct": r.correct, "covered": r.covered,

@@ -141,8 +141,10 @@ def test_numerical_gradient_cases_separate_central_from_forward_differences():
 
 def test_the_notebooks_heldout_quality_and_slices_are_the_graders():
     """The notebook's austen_slice and heldout_quality (what the student sees) are what the grader uses to
-    judge the trained vectors: the same vocabulary and the same numbers."""
+    judge the trained vectors: the same vocabulary and the same numbers, when the student's noise_distribution
+    and log_sigmoid (which the notebook's heldout_quality calls) are right."""
     ns = _run_cells(_cell("train-helpers"))
+    ns |= {"noise_distribution": REFERENCE.noise_distribution, "log_sigmoid": REFERENCE.log_sigmoid}
     g = torch.Generator().manual_seed(0)
     for start in (0, 333_333):
         corpus = ns["austen_slice"](start, REFERENCE.TRAIN_TOKENS)
