@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from nlpcourse.data.word_corpus import WordCorpus, build_word_corpus, bundled_sentences, words_only
 from nlpcourse.errors import ConfigError, CourseError, DataError
 from nlpcourse.models.ppmi_svd import cooccurrence, ppmi, ppmi_svd_vectors
-from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig, keep_probability
+from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig, interleave, keep_probability
 from nlpcourse.vectors import WordVectors, evaluate_analogies, evaluate_similarity, evaluation_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,6 +134,18 @@ def test_windows_respect_radius_and_sentences(sentence_lengths, seed):
             assert got == brute_force_contexts(ids.tolist(), sent.tolist(), radius.tolist(), i)
             for k in range(len(offsets)):  # a filled slot holds the word there; an empty one the zero row V
                 assert context[row, k] == (ids[i + offsets[k]] if valid[row, k] else V)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 200), st.integers(0, 50), st.integers(1, 12))
+def test_interleaved_cbow_steps_cover_the_block_once_with_windows_apart(start, n, stride):
+    """CBOW's steps: every centre of the block exactly once, and two centres of one step at least
+    ``stride`` positions apart (stride 2 * window + 1: their windows never overlap)."""
+    block = torch.arange(start, start + n)
+    order, ends = interleave(block, stride)
+    assert sorted(order.tolist()) == block.tolist() and ends[0] == 0 and ends[-1] == n
+    for a, b in zip(ends[:-1], ends[1:]):
+        assert a < b and (order[a:b].diff() == stride).all()
 
 
 # ------------------------------------------------------------------ the update is SGD on the loss
