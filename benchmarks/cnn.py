@@ -1,0 +1,385 @@
+"""Kim's (2014) CNN sentence classifiers against bag-of-words baselines on the movie-review snippets.
+
+Data: the bundled snippets (``nlpcourse.data.load_reviews``), tokenised with ``word_tokenize``, split by
+MOVIE everywhere, so no movie is in two parts: (1) one seeded 80/10/10 train/validation/test split
+(split seed 0, the chapter's); (2) 10-fold cross-validation over movies (fold seed 0): for each fold the
+other nine are split 90/10 by movie into train and validation. The validation part only early-stops the
+CNNs and picks the regularisation constant C of the linear baselines and the source of the pretrained
+vectors (below); the test part/fold is used once, for the number reported.
+
+Systems (names as in the JSON):
+
+* ``majority``: the most frequent label of the training part;
+* ``logreg``: L2 logistic regression on binary uni+bigram features (C from {0.1, 0.3, 1, 3, 10} on validation);
+* ``nbsvm``: NB-SVM (Wang & Manning 2012): binary uni+bigrams scaled by the NB log-count ratio (alpha 1),
+  an L2-regularised squared-hinge linear SVM, interpolated with beta 0.25 (C from {0.01, 0.1, 1} on validation);
+* ``cbow_mean``: logistic regression on the average of the pretrained vectors of a snippet's words;
+* ``cnn_rand``, ``cnn_static``, ``cnn_nonstatic``, ``cnn_multichannel``: ``nlpcourse.models.cnn.KimCNN``
+  with Kim's settings (widths 3,4,5, 100 maps each, dropout 0.5, max-norm 3, batches of 50), trained with
+  Adam (lr 1e-3; Adadelta gave about 70% for CNN-rand in the issue's measurement) for at most
+  ``--epochs`` epochs, early-stopped on validation accuracy (``--patience``, 2), best epoch restored.
+
+The linear baselines are written with PyTorch (full-batch L-BFGS) rather than scikit-learn, which is not
+a dependency of the course. Pretrained vectors (100-d): the word2vec chapter's
+(``data/checkpoints/word2vec_sg.bin``: Austen + Shakespeare + KJV) and "domain" vectors trained by the
+course's word2vec (skip-gram, 5 epochs, min_count 2) on the Brown corpus plus the TRAINING part's
+snippets (never validation or test text), retrained for every fold. Which of the two the pretrained
+systems use is decided once, on the seeded split, by CNN-static's validation accuracy with each; the
+coverage of both (of the training part's word types and tokens) is recorded in ``setup``.
+
+Targets: CNN-rand >= 0.76 (Kim's MR figure 76.1); the best CNN >= the best bag-of-words baseline
+(logreg, nbsvm) in the same run; each CNN trains within 120 s on 2 CPU cores (``wall_s``: training time on
+the seeded split, without the time to train the vectors, which ``setup`` records).
+
+    python benchmarks/cnn.py --json benchmarks/results/cnn.json      # the full run
+    python benchmarks/cnn.py --tiny                                  # seconds: a smoke run (tests)
+    python benchmarks/cnn.py --folds-run 3 --epochs 8                # 3 of the 10 folds only
+
+``--json FILE`` writes ``{"systems": {NAME: {"accuracy", "cv_mean", "cv_std", "wall_s", ...}}, "setup": {...}}``,
+accuracies as fractions.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import nlpcourse
+from nlpcourse.data import Vocab, load_brown, load_reviews, split_indices, word_tokenize
+from nlpcourse.data.word_corpus import build_word_corpus, words_only
+from nlpcourse.models.cnn import CNNTrainSettings, KimCNN, KimCNNConfig, pretrained_embeddings, train_kim_cnn
+from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig
+from nlpcourse.vectors import WordVectors
+
+REPO = Path(__file__).resolve().parents[1]
+CHAPTER_VECTORS = REPO / "data" / "checkpoints" / "word2vec_sg.bin"
+CNN_VARIANTS = ("rand", "static", "nonstatic", "multichannel")
+SYSTEMS = ("majority", "logreg", "nbsvm", "cbow_mean") + tuple(f"cnn_{v}" for v in CNN_VARIANTS)
+BOW_BASELINES = ("logreg", "nbsvm")
+
+
+@dataclass
+class Options:
+    """What a run does (recorded in ``setup``)."""
+
+    epochs: int = 12  # at most this many epochs per CNN (early stopping usually ends sooner)
+    patience: int = 2  # stop a CNN after this many epochs without a higher validation accuracy
+    folds: int = 10  # cross-validation folds over movies
+    folds_run: int = 10  # run only the first this many folds (fewer: a quicker, partial run)
+    stride: int = 1  # use every n-th snippet (the smoke run uses fewer)
+    brown_tokens: int | None = None  # limit the Brown corpus for the domain vectors (None: all of it)
+    w2v_epochs: int = 5  # epochs of the domain word2vec
+    device: str = "cpu"
+    seed: int = 0
+
+
+@dataclass
+class Part:
+    """Token lists and labels of one part of a split."""
+
+    tokens: list[list[str]]
+    labels: torch.Tensor  # (N,) long
+
+
+# ---------------------------------------------------------------- linear models (full-batch L-BFGS)
+
+
+def fit_linear(X: torch.Tensor, y: torch.Tensor, C: float, loss: str = "logistic", iters: int = 100):
+    """L2-regularised linear model on X (N,F) (dense or sparse), y (N,) in {0,1}: minimises
+    0.5 ||w||^2 + C sum_i loss_i (liblinear's objective); ``loss`` "logistic" or "squared_hinge"."""
+    w = torch.zeros(X.shape[1], requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+    sign = y.float() * 2 - 1  # (N,) in {-1,+1}
+    opt = torch.optim.LBFGS([w, b], lr=1, max_iter=iters, history_size=10, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        z = X @ w + b  # (N,F) x (F,) -> (N,)
+        per = F.softplus(-sign * z) if loss == "logistic" else F.relu(1 - sign * z) ** 2
+        obj = 0.5 * (w * w).sum() + C * per.sum()
+        obj.backward()
+        return obj
+
+    opt.step(closure)
+    return w.detach(), b.detach()
+
+
+def linear_acc(X: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> float:
+    return float((((X @ w + b) > 0).long() == y).float().mean())
+
+
+def ngram_features(parts: Sequence[Part]) -> list[torch.Tensor]:
+    """Binary uni+bigram rows (sparse (N,F)) for each part; the features are those of the first (training) part."""
+    def grams(toks: list[str]) -> set[str]:
+        return set(toks) | {a + " " + b for a, b in zip(toks, toks[1:])}
+
+    index: dict[str, int] = {}
+    for toks in parts[0].tokens:
+        for g in sorted(grams(toks)):
+            index.setdefault(g, len(index))
+    out = []
+    for part in parts:
+        rows, cols = [], []
+        for i, toks in enumerate(part.tokens):
+            js = sorted(index[g] for g in grams(toks) if g in index)
+            rows += [i] * len(js)
+            cols += js
+        idx = torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1)
+        shape = (len(part.tokens), len(index))
+        out.append(torch.sparse_coo_tensor(idx, torch.ones(len(rows)), shape, check_invariants=False).coalesce())
+    return out
+
+
+def tune_linear(train: tuple, val: tuple, grid: Sequence[float],
+                loss: str) -> tuple[float, torch.Tensor, torch.Tensor]:
+    """The C of ``grid`` with the best validation accuracy (ties: the smaller C), and its weights."""
+    best = None
+    for C in grid:
+        w, b = fit_linear(*train, C=C, loss=loss)
+        acc = linear_acc(*val, w, b)
+        if best is None or acc > best[0]:
+            best = (acc, C, w, b)
+    return best[1], best[2], best[3]
+
+
+def run_logreg(parts: Sequence[Part]) -> dict:
+    (Xtr, Xva, Xte), (tr, va, te) = ngram_features(parts), parts
+    C, w, b = tune_linear((Xtr, tr.labels), (Xva, va.labels), (0.1, 0.3, 1.0, 3.0, 10.0), "logistic")
+    return {"accuracy": linear_acc(Xte, te.labels, w, b), "C": C}
+
+
+def run_nbsvm(parts: Sequence[Part], beta: float = 0.25, alpha: float = 1.0) -> dict:
+    (Xtr, Xva, Xte), (tr, va, te) = ngram_features(parts), parts
+    pos = torch.sparse.sum(Xtr * tr.labels.float()[:, None], dim=0).to_dense() + alpha  # (F,)
+    neg = torch.sparse.sum(Xtr * (1 - tr.labels.float())[:, None], dim=0).to_dense() + alpha  # (F,)
+    r = torch.log(pos / pos.sum()) - torch.log(neg / neg.sum())  # (F,) NB log-count ratio
+    scaled = [X * r[None, :] for X in (Xtr, Xva, Xte)]  # (N,F) * (1,F)
+
+    def interpolate(w: torch.Tensor) -> torch.Tensor:
+        return (1 - beta) * w.abs().mean() + beta * w  # Wang & Manning's w' = (1-beta) w_bar + beta w
+
+    best = None
+    for C in (0.01, 0.1, 1.0):
+        w, b = fit_linear(scaled[0], tr.labels, C, "squared_hinge")
+        acc = linear_acc(scaled[1], va.labels, interpolate(w), b)
+        if best is None or acc > best[0]:
+            best = (acc, C, interpolate(w), b)
+    return {"accuracy": linear_acc(scaled[2], te.labels, best[2], best[3]), "C": best[1]}
+
+
+def run_cbow_mean(parts: Sequence[Part], wv: WordVectors) -> dict:
+    def mean_vectors(part: Part) -> torch.Tensor:
+        rows = []
+        for toks in part.tokens:
+            ids = [wv.index[t] for t in toks if t in wv.index]
+            rows.append(wv.vectors[ids].mean(0) if ids else torch.zeros(wv.dim))
+        return torch.stack(rows)  # (N,D)
+
+    Xtr, Xva, Xte = (mean_vectors(p) for p in parts)
+    mu, sd = Xtr.mean(0), Xtr.std(0).clamp_min(1e-6)
+    Xtr, Xva, Xte = ((X - mu) / sd for X in (Xtr, Xva, Xte))  # standardised with the training statistics
+    C, w, b = tune_linear((Xtr, parts[0].labels), (Xva, parts[1].labels), (0.01, 0.1, 1.0, 10.0), "logistic")
+    return {"accuracy": linear_acc(Xte, parts[2].labels, w, b), "C": C}
+
+
+# ---------------------------------------------------------------- vectors and CNNs
+
+
+def domain_vectors(train: Part, opts: Options) -> WordVectors:
+    """Skip-gram vectors from the course trainer on Brown + the training part's snippets (no other text)."""
+    brown, total = [], 0
+    for sent in load_brown():
+        toks = words_only([w.lower() for w, _ in sent])
+        if opts.brown_tokens is not None and total + len(toks) > opts.brown_tokens:
+            break
+        if toks:
+            brown.append(toks)
+            total += len(toks)
+    sents = brown + [s for s in (words_only(t) for t in train.tokens) if s]
+    corpus = build_word_corpus(sents, min_count=2)
+    cfg = Word2VecConfig(epochs=opts.w2v_epochs, seed=opts.seed)
+    model = Word2Vec(cfg, corpus, device=opts.device)
+    model.fit(corpus, progress=False)
+    return model.vectors()
+
+
+def cnn_vocab(train: Part, wv: WordVectors | None) -> Vocab:
+    """Training words seen twice or more, plus those seen once that have a pretrained vector."""
+    counts = Counter(t for toks in train.tokens for t in toks)
+    keep = [[t] * 2 for t, c in counts.items() if c >= 2 or (wv is not None and t in wv.index)]
+    return Vocab.build(keep, min_freq=1)
+
+
+def run_cnn(variant: str, parts: Sequence[Part], wv: WordVectors, opts: Options) -> dict:
+    """Train one CNN on parts[0], early-stopped on parts[1]; accuracy on parts[2], training seconds."""
+    from nlpcourse.models.cnn import evaluate_cnn, labelled_batches
+
+    start = time.perf_counter()
+    vocab = cnn_vocab(parts[0], wv)
+    emb = pretrained_embeddings(vocab, wv, seed=opts.seed)
+    nlpcourse.seed_everything(opts.seed)
+    cfg = KimCNNConfig(vocab_size=len(vocab), embed_dim=wv.dim, variant=variant)
+    model = KimCNN(cfg, None if variant == "rand" else emb.weight)
+    ids = [[vocab.encode(t) or [vocab.unk_id] for t in p.tokens] for p in parts]
+    settings = CNNTrainSettings(epochs=opts.epochs, patience=opts.patience, seed=opts.seed)
+    hist = train_kim_cnn(model, (ids[0], parts[0].labels), (ids[1], parts[1].labels), settings, opts.device)
+    seconds = time.perf_counter() - start
+    test = evaluate_cnn(model, labelled_batches(ids[2], parts[2].labels, 500, shuffle=False))
+    return {"accuracy": test["acc"], "seconds": seconds, "epochs_run": hist.epochs,
+            "best_epoch": (hist.best_epoch or 0) + 1, "val_acc": max(hist.metrics["val_acc"]),
+            "coverage": emb.coverage}
+
+
+# ---------------------------------------------------------------- one split, all systems
+
+
+def run_all(parts: Sequence[Part], wv: WordVectors, opts: Options, say) -> dict[str, dict]:
+    """Every system on one (train, val, test) split: {name: {"accuracy", "seconds", ...}}."""
+    out: dict[str, dict] = {}
+    train_majority = int(parts[0].labels.float().mean() >= 0.5)
+    out["majority"] = {"accuracy": float((parts[2].labels == train_majority).float().mean()), "seconds": 0.0}
+    for name, fn in (("logreg", run_logreg), ("nbsvm", run_nbsvm),
+                     ("cbow_mean", lambda p: run_cbow_mean(p, wv))):
+        start = time.perf_counter()
+        out[name] = fn(parts) | {"seconds": time.perf_counter() - start}
+    for variant in CNN_VARIANTS:
+        out[f"cnn_{variant}"] = run_cnn(variant, parts, wv, opts)
+    say("  " + ", ".join(f"{k} {v['accuracy']:.4f} ({v['seconds']:.0f} s)" for k, v in out.items()))
+    return out
+
+
+def make_parts(tokens, labels, idx: Sequence[Sequence[int]]) -> list[Part]:
+    return [Part([tokens[i] for i in ix], labels[torch.tensor(list(ix), dtype=torch.long)]) for ix in idx]
+
+
+def choose_vectors(parts: Sequence[Part], chapter: WordVectors, opts: Options, say) -> tuple[str, dict]:
+    """Pick the vector source on the seeded split by CNN-static's VALIDATION accuracy; coverage of both."""
+    start = time.perf_counter()
+    domain = domain_vectors(parts[0], opts)
+    w2v_seconds = time.perf_counter() - start
+    info = {"domain_w2v_seconds": round(w2v_seconds, 1), "domain_vocab": len(domain), "chapter_vocab": len(chapter)}
+    train_words = Counter(t for toks in parts[0].tokens for t in toks)
+    info["train_word_types"], info["train_tokens"] = len(train_words), sum(train_words.values())
+    for name, wv in (("chapter", chapter), ("domain", domain)):
+        info[f"{name}_type_coverage"] = sum(w in wv.index for w in train_words) / len(train_words)
+        info[f"{name}_token_coverage"] = sum(c for w, c in train_words.items() if w in wv.index) / sum(
+            train_words.values())
+        r = run_cnn("static", parts, wv, opts)
+        info[f"{name}_cnn_vocab_coverage"] = r["coverage"]
+        info[f"{name}_static_val_acc"] = r["val_acc"]
+        say(f"vectors {name}: {info[f'{name}_type_coverage']:.3f} of the training word types, "
+            f"{info[f'{name}_token_coverage']:.3f} of the tokens; CNN-static val acc {r['val_acc']:.4f}")
+    choice = "domain" if info["domain_static_val_acc"] >= info["chapter_static_val_acc"] else "chapter"
+    return choice, info | {"vectors": choice, "_domain": domain}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    opts, json_path, threads = parse(argv)
+    torch.set_num_threads(threads)
+    say = print
+    reviews = load_reviews()[:: opts.stride]
+    tokens = [word_tokenize(r.text) for r in reviews]
+    labels = torch.tensor([r.label for r in reviews])
+    movies = [r.movie for r in reviews]
+    chapter = WordVectors.load(CHAPTER_VECTORS)
+
+    split = make_parts(tokens, labels, split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=movies))
+    say(f"seeded split: train {len(split[0].tokens)}, val {len(split[1].tokens)}, test {len(split[2].tokens)}")
+    choice, vec_info = choose_vectors(split, chapter, opts, say)
+    domain = vec_info.pop("_domain")
+    seeded = run_all(split, domain if choice == "domain" else chapter, opts, say)
+
+    folds = split_indices(len(reviews), [1 / opts.folds] * opts.folds, seed=0, groups=movies)
+    cv: dict[str, list[float]] = {name: [] for name in SYSTEMS}
+    write_json(json_path, summarise(seeded, cv, opts, vec_info, threads, len(reviews)))
+    for k in range(min(opts.folds_run, opts.folds)):
+        rest = [i for j, f in enumerate(folds) if j != k for i in f]
+        tr, va = split_indices(len(rest), (0.9, 0.1), seed=k, groups=[movies[i] for i in rest])
+        parts = make_parts(tokens, labels, ([rest[i] for i in tr], [rest[i] for i in va], folds[k]))
+        wv = domain_vectors(parts[0], opts) if choice == "domain" else chapter
+        say(f"fold {k + 1}/{opts.folds}: train {len(tr)}, val {len(va)}, test {len(folds[k])}")
+        for name, r in run_all(parts, wv, opts, say).items():
+            cv[name].append(r["accuracy"])
+        write_json(json_path, summarise(seeded, cv, opts, vec_info, threads, len(reviews)))  # after every fold
+    report = summarise(seeded, cv, opts, vec_info, threads, len(reviews))
+    print_table(report)
+    write_json(json_path, report)
+    return report
+
+
+def write_json(path: Path | None, report: dict) -> None:
+    """Write ``report`` to ``path`` (if any) atomically: to a .tmp file, then renamed."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def summarise(seeded: dict, cv: dict, opts: Options, vec_info: dict, threads: int, n: int) -> dict:
+    systems = {}
+    for name in SYSTEMS:
+        accs = cv[name]
+        systems[name] = {"accuracy": seeded[name]["accuracy"],
+                         "cv_mean": statistics.fmean(accs) if accs else None,
+                         "cv_std": statistics.stdev(accs) if len(accs) > 1 else None,
+                         "wall_s": round(seeded[name]["seconds"], 1), "cv_accuracies": accs,
+                         **{k: v for k, v in seeded[name].items() if k not in ("accuracy", "seconds")}}
+    setup = dataclasses.asdict(opts) | vec_info | {
+        "snippets": n, "split": "by movie, 80/10/10, seed 0", "cv": f"{opts.folds} folds by movie, seed 0",
+        "folds_done": len(cv["majority"]), "optimizer": "adam lr 1e-3, batch 50, early stopping on val acc",
+        "cnn": "widths 3,4,5 x 100 maps, dropout 0.5, max-norm 3, wide convolution, 100-d embeddings",
+        "threads": threads, "torch": torch.__version__, "python": platform.python_version(),
+        "machine": platform.machine(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+    return {"systems": systems, "setup": setup}
+
+
+def print_table(report: dict) -> None:
+    s = report["systems"]
+    print(f"\n{'system':18s} {'split acc':>9s} {'cv mean':>8s} {'cv std':>7s} {'wall s':>7s}")
+    for name, r in s.items():
+        cvm = f"{r['cv_mean']:.4f}" if r["cv_mean"] is not None else "-"
+        cvs = f"{r['cv_std']:.4f}" if r["cv_std"] is not None else "-"
+        print(f"{name:18s} {r['accuracy']:9.4f} {cvm:>8s} {cvs:>7s} {r['wall_s']:7.1f}")
+    best_cnn = max(s[f"cnn_{v}"]["accuracy"] for v in CNN_VARIANTS)
+    best_bow = max(s[b]["accuracy"] for b in BOW_BASELINES)
+    slow = max(s[f"cnn_{v}"]["wall_s"] for v in CNN_VARIANTS)
+    rand_ok = s["cnn_rand"]["accuracy"] >= 0.76
+    print(f"targets (seeded split): CNN-rand >= 0.76: {'met' if rand_ok else 'NOT met'}; "
+          f"best CNN {best_cnn:.4f} >= best bag-of-words {best_bow:.4f}: "
+          f"{'met' if best_cnn >= best_bow else 'NOT met'}; "
+          f"slowest CNN {slow:.0f} s <= 120 s: {'met' if slow <= 120 else 'NOT met'}")
+
+
+def parse(argv: list[str] | None) -> tuple[Options, Path | None, int]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", type=Path, default=None, help="also write the results to this file")
+    p.add_argument("--epochs", type=int, default=12, help="at most this many epochs per CNN (default 12)")
+    p.add_argument("--patience", type=int, default=2, help="CNN early-stopping patience in epochs (default 2)")
+    p.add_argument("--folds-run", type=int, default=10, help="run only the first N of the 10 folds")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--threads", type=int, default=1,
+                   help="PyTorch CPU threads (default 1: on 2 busy cores 2 threads ran 20x slower)")
+    p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: 1/16 of the snippets, "
+                   "2 folds, 1 epoch, 30k Brown words")
+    args = p.parse_args(argv)
+    opts = Options(epochs=args.epochs, patience=args.patience, folds_run=args.folds_run, device=args.device)
+    if args.tiny:
+        opts = dataclasses.replace(opts, epochs=1, folds=2, folds_run=2, stride=16, brown_tokens=30_000, w2v_epochs=1)
+    return opts, args.json, args.threads
+
+
+if __name__ == "__main__":
+    main()
