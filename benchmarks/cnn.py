@@ -56,9 +56,18 @@ import torch
 import torch.nn.functional as F
 
 import nlpcourse
-from nlpcourse.data import Vocab, load_brown, load_reviews, split_indices, word_tokenize
+from nlpcourse.data import load_brown, load_reviews, split_indices, word_tokenize
 from nlpcourse.data.word_corpus import build_word_corpus, words_only
-from nlpcourse.models.cnn import CNNTrainSettings, KimCNN, KimCNNConfig, pretrained_embeddings, train_kim_cnn
+from nlpcourse.models.cnn import (
+    CNNTrainSettings,
+    KimCNN,
+    KimCNNConfig,
+    evaluate_cnn,
+    labelled_batches,
+    pretrained_embeddings,
+    train_kim_cnn,
+    training_vocab,
+)
 from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig
 from nlpcourse.vectors import WordVectors
 
@@ -214,19 +223,10 @@ def domain_vectors(train: Part, opts: Options) -> WordVectors:
     return model.vectors()
 
 
-def cnn_vocab(train: Part, wv: WordVectors | None) -> Vocab:
-    """Training words seen twice or more, plus those seen once that have a pretrained vector."""
-    counts = Counter(t for toks in train.tokens for t in toks)
-    keep = [[t] * 2 for t, c in counts.items() if c >= 2 or (wv is not None and t in wv.index)]
-    return Vocab.build(keep, min_freq=1)
-
-
 def run_cnn(variant: str, parts: Sequence[Part], wv: WordVectors, opts: Options) -> dict:
     """Train one CNN on parts[0], early-stopped on parts[1]; accuracy on parts[2], training seconds."""
-    from nlpcourse.models.cnn import evaluate_cnn, labelled_batches
-
     start = time.perf_counter()
-    vocab = cnn_vocab(parts[0], wv)
+    vocab = training_vocab(parts[0].tokens, wv)
     emb = pretrained_embeddings(vocab, wv, seed=opts.seed)
     nlpcourse.seed_everything(opts.seed)
     cfg = KimCNNConfig(vocab_size=len(vocab), embed_dim=wv.dim, variant=variant)

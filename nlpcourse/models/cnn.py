@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -302,6 +303,17 @@ def pretrained_embeddings(vocab: Vocab, wv: WordVectors, seed: int = 0) -> Pretr
         weight[ids] = wv.vectors[src]  # (n,D)
     weight[vocab.pad_id] = 0.0
     return PretrainedEmbeddings(weight, len(rows), len(vocab) - len(SPECIALS), a)
+
+
+def training_vocab(train_tokens: list[list[str]], wv: WordVectors | None = None, min_freq: int = 2) -> Vocab:
+    """The words of the training sentences seen ``min_freq`` times or more, plus (with ``wv``) the rarer
+    ones that have a pretrained vector: a word seen once learns little from random initialisation."""
+    counts = Counter(t for toks in train_tokens for t in toks)
+    keep = [t for t, c in counts.items() if c >= min_freq or (wv is not None and t in wv.index)]
+    if not keep:
+        raise ConfigError(f"training_vocab: no training word is seen {min_freq} times or has a vector")
+    keep.sort(key=lambda t: (-counts[t], t))
+    return Vocab(list(SPECIALS) + keep, {t: counts[t] for t in keep})
 
 
 # ---------------------------------------------------------------- training recipe (script and benchmark)
