@@ -372,12 +372,12 @@ def parse(argv: list[str] | None) -> tuple[Options, Path | None, int]:
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch CPU threads (default 1: on 2 busy cores 2 threads ran 20x slower)")
-    p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: 1/16 of the snippets, "
-                   "2 folds, 1 epoch, 30k Brown words")
+    p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: 1/32 of the snippets, "
+                   "2 folds, 1 epoch, 20k Brown words")
     args = p.parse_args(argv)
     opts = Options(epochs=args.epochs, patience=args.patience, folds_run=args.folds_run, device=args.device)
     if args.tiny:
-        opts = dataclasses.replace(opts, epochs=1, folds=2, folds_run=2, stride=16, brown_tokens=30_000, w2v_epochs=1)
+        opts = dataclasses.replace(opts, epochs=1, folds=2, folds_run=2, stride=32, brown_tokens=20_000, w2v_epochs=1)
     return opts, args.json, args.threads
 
 

@@ -5,6 +5,9 @@ Everything is seeded; the CUDA variants are marked ``gpu`` (skipped where there 
 """
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -289,3 +292,40 @@ def test_cuda_matches_cpu(variant):
     want = model(x, lengths)
     got = model.to("cuda")(x.cuda(), lengths.cuda()).cpu()
     assert torch.allclose(got, want, atol=1e-4)
+
+
+# ---------------------------------------------------------------- the script and the benchmark (tiny runs)
+
+
+def run_tool(path: Path, *args: str, cwd: Path) -> str:
+    proc = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert proc.returncode == 0, f"{path.name} {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_train_cnn_tiny_writes_a_small_checkpoint_that_loads(tmp_path):
+    out = tmp_path / "cnn.pt"
+    run_tool(ROOT / "scripts" / "train_cnn.py", "--tiny", "--out", str(out), cwd=tmp_path)
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert 0.0 <= report["test_acc"] <= 1.0 and report["seconds"] > 0
+    ckpt = nlpcourse.load_checkpoint(out, build=build_kim_cnn)
+    assert ckpt.model.config.vocab_size == len(ckpt.vocab) == report["config"]["vocab_size"]
+    x = torch.tensor([ckpt.vocab.encode(["a", "great", "film"])])
+    assert ckpt.model(x).shape == (1, 2)
+    assert out.stat().st_size < 5 * 2**20
+    assert not out.with_name(out.name + ".tmp").exists()
+
+
+def test_benchmark_tiny_run_writes_every_system(tmp_path):
+    out = tmp_path / "cnn.json"
+    table = run_tool(ROOT / "benchmarks" / "cnn.py", "--tiny", "--json", str(out), cwd=tmp_path)
+    assert "targets" in table
+    report = json.loads(out.read_text())
+    names = {"majority", "logreg", "nbsvm", "cbow_mean", "cnn_rand", "cnn_static", "cnn_nonstatic",
+             "cnn_multichannel"}
+    assert set(report["systems"]) == names
+    for r in report["systems"].values():
+        assert 0.0 <= r["accuracy"] <= 1.0 and 0.0 <= r["cv_mean"] <= 1.0 and r["cv_std"] >= 0 and r["wall_s"] >= 0
+    setup = report["setup"]
+    assert setup["vectors"] in ("chapter", "domain") and setup["folds_done"] == 2
+    assert 0 < setup["chapter_type_coverage"] < 1 and 0 < setup["domain_type_coverage"] < 1
