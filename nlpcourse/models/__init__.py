@@ -1,7 +1,10 @@
 """Models shared by the chapters and the training scripts, one model per file.
 
-``bow_mlp``: the bag-of-words MLP text classifier of the chapter "Neural building blocks".
+``bow_mlp``: the bag-of-words MLP text classifier of the chapter "Neural building blocks";
+``cnn``: the Kim (2014) CNN sentence classifier of the chapter "CNN text classifiers".
 """
 from .bow_mlp import BowMLP, BowMLPConfig, bag_of_words, build_bow_mlp
+from .cnn import KimCNN, KimCNNConfig, build_kim_cnn, max_norm_, pretrained_embeddings
 
-__all__ = ["BowMLP", "BowMLPConfig", "bag_of_words", "build_bow_mlp"]
+__all__ = ["BowMLP", "BowMLPConfig", "KimCNN", "KimCNNConfig", "bag_of_words", "build_bow_mlp", "build_kim_cnn",
+           "max_norm_", "pretrained_embeddings"]
