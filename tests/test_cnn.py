@@ -36,6 +36,15 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 V, D = 30, 8
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One PyTorch thread: these models are tiny, and on shared cores more threads are much slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def small(variant: str = "rand", seed: int = 0, **kw) -> KimCNN:
     nlpcourse.seed_everything(seed)
     cfg = KimCNNConfig(vocab_size=V, embed_dim=D, maps=4, variant=variant, **kw)
@@ -329,3 +338,4 @@ def test_benchmark_tiny_run_writes_every_system(tmp_path):
     setup = report["setup"]
     assert setup["vectors"] in ("chapter", "domain") and setup["folds_done"] == 2
     assert 0 < setup["chapter_type_coverage"] < 1 and 0 < setup["domain_type_coverage"] < 1
+
