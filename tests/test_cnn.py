@@ -87,13 +87,14 @@ def reference_pooled(model: KimCNN, ids: list[int]) -> torch.Tensor:
         for j in range(len(ids) + w - 1):
             patch = padded[j:j + w]  # (w,CD)
             windows.append(torch.einsum("mcw,wc->m", conv.weight, patch) + conv.bias)  # (M,)
-        out.append(torch.stack(windows).max(dim=0).values.relu())
+        acts = torch.stack(windows)  # (L+w-1,M)
+        out.append(acts.max(dim=0).values.relu() if model.config.pooling == "max" else acts.relu().mean(dim=0))
     return torch.cat(out)
 
 
-@pytest.mark.parametrize("variant", ["rand", "multichannel"])
-def test_convolution_matches_a_loop_reference(variant):
-    model = small(variant)
+@pytest.mark.parametrize("variant, pooling", [("rand", "max"), ("multichannel", "max"), ("nonstatic", "mean")])
+def test_convolution_matches_a_loop_reference(variant, pooling):
+    model = small(variant, pooling=pooling)
     x, lengths = tokens_of([9, 2, 5], T=12)
     with torch.no_grad():
         got = model.features(x, lengths)
