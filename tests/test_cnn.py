@@ -340,3 +340,12 @@ def test_benchmark_tiny_run_writes_every_system(tmp_path):
     assert setup["vectors"] in ("chapter", "domain") and setup["folds_done"] == 2
     assert 0 < setup["chapter_type_coverage"] < 1 and 0 < setup["domain_type_coverage"] < 1
 
+
+
+def test_committed_checkpoint_loads_with_the_current_class():
+    path = ROOT / "data" / "checkpoints" / "cnn.pt"
+    ckpt = nlpcourse.load_checkpoint(path, build=build_kim_cnn)
+    x = torch.tensor([ckpt.vocab.encode(["a", "moving", "and", "funny", "film"])])
+    assert ckpt.model.predict_proba(x).shape == (1, 2)
+    assert 0.5 < ckpt.extra["test_acc"] <= 1.0
+    assert path.stat().st_size < 5 * 2**20
