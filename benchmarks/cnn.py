@@ -57,8 +57,7 @@ import torch
 import torch.nn.functional as F
 
 import nlpcourse
-from nlpcourse.data import load_brown, load_reviews, split_indices, word_tokenize
-from nlpcourse.data.word_corpus import build_word_corpus, words_only
+from nlpcourse.data import load_reviews, split_indices, word_tokenize
 from nlpcourse.models.cnn import (
     CNNTrainSettings,
     KimCNN,
@@ -69,7 +68,9 @@ from nlpcourse.models.cnn import (
     train_kim_cnn,
     training_vocab,
 )
-from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig
+from nlpcourse.models.cnn import (
+    domain_vectors as cnn_domain_vectors,
+)
 from nlpcourse.vectors import WordVectors
 
 REPO = Path(__file__).resolve().parents[1]
@@ -208,20 +209,7 @@ def run_cbow_mean(parts: Sequence[Part], wv: WordVectors) -> dict:
 
 def domain_vectors(train: Part, opts: Options) -> WordVectors:
     """Skip-gram vectors from the course trainer on Brown + the training part's snippets (no other text)."""
-    brown, total = [], 0
-    for sent in load_brown():
-        toks = words_only([w.lower() for w, _ in sent])
-        if opts.brown_tokens is not None and total + len(toks) > opts.brown_tokens:
-            break
-        if toks:
-            brown.append(toks)
-            total += len(toks)
-    sents = brown + [s for s in (words_only(t) for t in train.tokens) if s]
-    corpus = build_word_corpus(sents, min_count=2)
-    cfg = Word2VecConfig(epochs=opts.w2v_epochs, seed=opts.seed)
-    model = Word2Vec(cfg, corpus, device=opts.device)
-    model.fit(corpus, progress=False)
-    return model.vectors()
+    return cnn_domain_vectors(train.tokens, opts.brown_tokens, opts.w2v_epochs, opts.seed, opts.device)
 
 
 def run_cnn(variant: str, parts: Sequence[Part], wv: WordVectors, opts: Options) -> dict:

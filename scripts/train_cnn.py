@@ -26,19 +26,18 @@ from pathlib import Path
 import torch
 
 import nlpcourse
-from nlpcourse.data import load_brown, load_reviews, split_indices, word_tokenize
-from nlpcourse.data.word_corpus import build_word_corpus, words_only
+from nlpcourse.data import load_reviews, split_indices, word_tokenize
 from nlpcourse.models.cnn import (
     CNNTrainSettings,
     KimCNN,
     KimCNNConfig,
+    domain_vectors,
     evaluate_cnn,
     labelled_batches,
     pretrained_embeddings,
     train_kim_cnn,
     training_vocab,
 )
-from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig
 from nlpcourse.vectors import WordVectors
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,22 +61,6 @@ class TrainConfig:
     maps: int = 100  # feature maps per width
     device: str = "cpu"
     threads: int = 1  # PyTorch threads: on 2 shared cores 2 threads ran many times slower than 1
-
-
-def domain_vectors(train_tokens: list[list[str]], cfg: TrainConfig) -> WordVectors:
-    """Skip-gram vectors (course trainer) on Brown + the training snippets: no validation or test text."""
-    brown, total = [], 0
-    for sent in load_brown():
-        toks = words_only([w.lower() for w, _ in sent])
-        if cfg.brown_tokens is not None and total + len(toks) > cfg.brown_tokens:
-            break
-        if toks:
-            brown.append(toks)
-            total += len(toks)
-    corpus = build_word_corpus(brown + [s for s in map(words_only, train_tokens) if s], min_count=2)
-    model = Word2Vec(Word2VecConfig(epochs=cfg.w2v_epochs, seed=cfg.seed), corpus, device=cfg.device)
-    model.fit(corpus, progress=False)
-    return model.vectors()
 
 
 def parse(argv: list[str] | None) -> tuple[TrainConfig, Path]:
@@ -108,7 +91,10 @@ def main(argv: list[str] | None = None) -> dict:
     labels = torch.tensor([r.label for r in reviews])
     parts = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=cfg.split_seed, groups=[r.movie for r in reviews])
     train_tokens = [tokens[i] for i in parts[0]]
-    wv = domain_vectors(train_tokens, cfg) if cfg.vectors == "domain" else WordVectors.load(CHAPTER_VECTORS)
+    if cfg.vectors == "domain":
+        wv = domain_vectors(train_tokens, cfg.brown_tokens, cfg.w2v_epochs, cfg.seed, cfg.device)
+    else:
+        wv = WordVectors.load(CHAPTER_VECTORS)
     vocab = training_vocab(train_tokens, wv)
     emb = pretrained_embeddings(vocab, wv, seed=cfg.seed)
     ids = [[vocab.encode(tokens[i]) for i in part] for part in parts]

@@ -400,3 +400,25 @@ def train_kim_cnn(model: KimCNN, train: tuple[list[list[int]], torch.Tensor],
     return fit(model, epoch_batches, cnn_loss, make_optimizer(model, settings), settings.epochs,
                evaluate=evaluate, monitor="val_acc", mode="max", patience=settings.patience,
                device=device, progress=False)
+
+
+def domain_vectors(train_tokens: list[list[str]], brown_tokens: int | None = None, epochs: int = 5, seed: int = 0,
+                   device: str | torch.device = "cpu") -> WordVectors:
+    """Skip-gram vectors from the course's word2vec trainer on the Brown corpus (its first ``brown_tokens``
+    words; None: all) plus the training snippets ``train_tokens``: never validation or test text."""
+    from ..data import load_brown
+    from ..data.word_corpus import build_word_corpus, words_only
+    from .word2vec import Word2Vec, Word2VecConfig
+
+    brown, total = [], 0
+    for sent in load_brown():
+        toks = words_only([w.lower() for w, _ in sent])
+        if brown_tokens is not None and total + len(toks) > brown_tokens:
+            break
+        if toks:
+            brown.append(toks)
+            total += len(toks)
+    corpus = build_word_corpus(brown + [s for s in map(words_only, train_tokens) if s], min_count=2)
+    model = Word2Vec(Word2VecConfig(epochs=epochs, seed=seed), corpus, device=device)
+    model.fit(corpus, progress=False)
+    return model.vectors()
