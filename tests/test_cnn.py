@@ -5,16 +5,19 @@ Everything is seeded; the CUDA variants are marked ``gpu`` (skipped where there 
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import sparse
 
 import nlpcourse
 from nlpcourse.data import Vocab
@@ -349,3 +352,29 @@ def test_committed_checkpoint_loads_with_the_current_class():
     assert ckpt.model.predict_proba(x).shape == (1, 2)
     assert 0.5 < ckpt.extra["test_acc"] <= 1.0
     assert path.stat().st_size < 5 * 2**20
+
+
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("cnn_benchmark", ROOT / "benchmarks" / "cnn.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_nb_ratio_is_the_smoothed_log_count_ratio_of_wang_and_manning():
+    bench = load_benchmark()
+    X = sparse.csr_matrix(np.array([[1, 0, 1], [1, 1, 0], [0, 1, 0]]))  # rows: pos, pos, neg
+    r = bench.nb_ratio(X, np.array([1, 1, 0]), alpha=1.0)
+    p, q = np.array([3, 2, 2]), np.array([1, 2, 1])  # counts + 1
+    assert np.allclose(r, np.log(p / 7) - np.log(q / 4))
+
+
+def test_nbsvm_without_interpolation_is_a_linear_svm_on_the_scaled_features():
+    bench = load_benchmark()
+    rng = np.random.default_rng(0)
+    X = sparse.csr_matrix((rng.random((60, 12)) < 0.3).astype(float))
+    y = (np.asarray(X[:, :3].sum(1)).ravel() > 0.5).astype(int)
+    model = bench.NBSVM(C=1.0, beta=1.0).fit(X, y)
+    svm = bench.LinearSVC(C=1.0, max_iter=10_000).fit(X.multiply(model.r).tocsr(), y)
+    assert model.score(X, y) == svm.score(X.multiply(model.r).tocsr(), y) > 0.9
