@@ -233,3 +233,61 @@ def embedding_explorer(vectors, word: str = "king", analogy: tuple[str, str, str
     ])
     box.word, (box.a, box.b, box.c), box.neighbours, box.answer = word_box, boxes, neighbours, answer
     return box
+
+
+def _sentence_html(model, vocab, tokenize: Callable[[str], list[str]], text: str, labels: tuple[str, ...],
+                   k: int) -> str:
+    """The model's prediction for ``text`` and the n-grams that decided it, as HTML."""
+    from .models.cnn import decisive_ngrams
+
+    words = tokenize(text)
+    if not words:
+        return "<p>Type a sentence.</p>"
+    ids = vocab.encode(words)
+    with torch.no_grad():
+        probs = model.predict_proba(torch.tensor([ids]))[0]  # (K,)
+    c = int(probs.argmax())
+    unknown = [w for w, i in zip(words, ids) if i == vocab.unk_id]
+    K = len(probs)
+
+    def push(e) -> float:  # what the feature adds to logit c minus the mean of what it adds to the others
+        return float(e.contribution[c] - (e.contribution.sum() - e.contribution[c]) / (K - 1))
+
+    rows = "".join(
+        f"<tr><td>{html.escape(' '.join(words[e.start:e.stop]))}</td><td>{e.width}</td>"
+        f"<td>{e.filter}</td><td>{push(e):+.2f}</td></tr>" for e in decisive_ngrams(model, ids, k))
+    note = f"<p>Not in the vocabulary (read as &lt;unk&gt;): {html.escape(', '.join(unknown))}</p>" if unknown else ""
+    return (f"<p><b>{html.escape(labels[c])}</b> (p = {float(probs[c]):.3f})</p>{note}"
+            f"<table><tr><th>n-gram</th><th>width</th><th>filter</th><th>push to {html.escape(labels[c])}</th></tr>"
+            f"{rows}</table>")
+
+
+def sentence_explorer(model, vocab, tokenize: Callable[[str], list[str]], sentence: str,
+                      labels: tuple[str, ...] = ("rotten", "fresh"), k: int = 5):
+    """Classify a sentence with a trained :class:`nlpcourse.models.cnn.KimCNN` (and its ``vocab``) and list
+    the ``k`` n-grams that pushed it most towards its predicted class (one per pooled feature: the window
+    that won the filter's max). Returns an ``ipywidgets.VBox`` with attributes ``text`` (the text box)
+    and ``result`` (HTML); editing the box redraws the result."""
+    import ipywidgets as widgets
+
+    if len(labels) != model.config.n_classes:
+        raise ConfigError(f"sentence_explorer: {len(labels)} labels for a model of {model.config.n_classes} classes")
+    model.eval()
+
+    class SentenceExplorer(widgets.VBox):
+        """A VBox with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return f"SentenceExplorer(sentence={self.text.value!r}, vocabulary={len(vocab)})"
+
+    text = widgets.Text(value=sentence, description="sentence", continuous_update=False,
+                        layout=widgets.Layout(width="95%"))
+    result = widgets.HTML(value=_sentence_html(model, vocab, tokenize, sentence, labels, k))
+
+    def redraw(_change=None) -> None:
+        result.value = _sentence_html(model, vocab, tokenize, text.value, labels, k)
+
+    text.observe(redraw, names="value")
+    box = SentenceExplorer([text, result])
+    box.text, box.result = text, result
+    return box

@@ -27,10 +27,14 @@ from nlpcourse.models.cnn import (
     KimCNN,
     KimCNNConfig,
     build_kim_cnn,
+    decisive_ngrams,
     masked_max,
     max_norm_,
     pretrained_embeddings,
+    top_ngrams,
     train_kim_cnn,
+    window_preactivations,
+    window_span,
 )
 from nlpcourse.vectors import WordVectors
 
@@ -307,6 +311,64 @@ def test_cuda_matches_cpu(variant):
     assert torch.allclose(got, want, atol=1e-4)
 
 
+# ---------------------------------------------------------------- what a trained model looks at
+
+
+def test_window_preactivations_pool_to_the_model_features():
+    model = small().eval()
+    x, lengths = tokens_of([2, 7, 4])  # one sentence shorter than the widest filter
+    maps = window_preactivations(model, x, lengths)
+    pooled = torch.cat([a.amax(dim=2) for a in maps], dim=1)  # (B,F)
+    assert torch.allclose(pooled, model.pooled_preactivations(x, lengths))
+    for w, a in zip(model.config.widths, maps):
+        assert a.shape == (3, model.config.maps, 7 + w - 1)
+        assert torch.isinf(a[0, :, 2 + w - 1:]).all() and torch.isfinite(a[0, :, :2 + w - 1]).all()
+
+
+@given(st.integers(0, 12), st.integers(1, 5), st.integers(1, 9))
+def test_window_span_holds_the_tokens_of_the_window(j, width, length):
+    start, stop = window_span(j, width, length)
+    assert [t for t in range(j - width + 1, j + 1) if 0 <= t < length] == list(range(start, stop))
+
+
+def test_decisive_ngrams_add_up_to_the_logits_and_point_at_their_window():
+    model = small().eval()
+    ids = tokens_of([6])[0][0].tolist()
+    F_ = model.config.features
+    evidence = decisive_ngrams(model, ids, k=F_)
+    logits = model(torch.tensor([ids]))[0]
+    total = sum(e.contribution for e in evidence) + model.out.bias
+    assert torch.allclose(total, logits, atol=1e-5)
+    predicted = int(logits.argmax())
+    pushes = [float(e.contribution[predicted] - e.contribution[1 - predicted]) for e in evidence]
+    assert pushes == sorted(pushes, reverse=True)
+    maps = window_preactivations(model, torch.tensor([ids]))
+    for e in evidence:  # h_f is the ReLU of the best window's pre-activation
+        best = maps[model.config.widths.index(e.width)][0, e.filter].max()
+        assert e.activation == pytest.approx(max(0.0, float(best)), abs=1e-6)
+        assert 1 <= e.stop - e.start <= e.width
+
+
+def test_top_ngrams_are_the_best_windows_of_their_sentences():
+    model = small().eval()
+    x, lengths = tokens_of([5, 3, 8, 6], seed=3)
+    sentences = [x[i, :n].tolist() for i, n in enumerate(lengths.tolist())]
+    found = top_ngrams(model, sentences, width_index=0, filters=[0, 2], k=3, batch_size=2)
+    maps = window_preactivations(model, x, lengths)[0]  # (B,M,T+2)
+    for f, rows in found.items():
+        best = maps[:, f].amax(dim=1)  # (B,)
+        assert [round(s, 5) for s, *_ in rows] == [round(v, 5) for v in best.sort(descending=True).values[:3].tolist()]
+        assert len({b for _, b, _, _ in rows}) == len(rows)
+
+
+def test_top_ngrams_lists_a_repeated_phrase_once():
+    model = small().eval()
+    sentence = tokens_of([6], seed=4)[0][0].tolist()
+    found = top_ngrams(model, [sentence] * 4 + [sentence[::-1]], width_index=1, filters=[1], k=3)
+    windows = [tuple(([sentence] * 4 + [sentence[::-1]])[b][s:e]) for _, b, s, e in found[1]]
+    assert len(windows) == len(set(windows)) == 2
+
+
 # ---------------------------------------------------------------- the script and the benchmark (tiny runs)
 
 
@@ -352,6 +414,22 @@ def test_committed_checkpoint_loads_with_the_current_class():
     assert ckpt.model.predict_proba(x).shape == (1, 2)
     assert 0.5 < ckpt.extra["test_acc"] <= 1.0
     assert path.stat().st_size < 5 * 2**20
+
+
+def test_sentence_explorer_classifies_and_redraws():
+    from nlpcourse.widgets import sentence_explorer
+
+    model = small().eval()
+    vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>"] + [f"w{i}" for i in range(V - 4)])
+    box = sentence_explorer(model, vocab, str.split, "w1 w2 w3 w4", k=3)
+    assert box.result.value.count("<tr>") == 1 + 3 and "p = " in box.result.value
+    box.text.value = "w5 zzz"
+    assert "zzz" in box.result.value and "Not in the vocabulary" in box.result.value
+    box.text.value = "   "
+    assert "Type a sentence" in box.result.value
+    assert repr(box).startswith("SentenceExplorer(")
+    with pytest.raises(ConfigError, match="labels"):
+        sentence_explorer(model, vocab, str.split, "w1", labels=("a", "b", "c"))
 
 
 def load_benchmark():

@@ -422,3 +422,101 @@ def domain_vectors(train_tokens: list[list[str]], brown_tokens: int | None = Non
     model = Word2Vec(Word2VecConfig(epochs=epochs, seed=seed), corpus, device=device)
     model.fit(corpus, progress=False)
     return model.vectors()
+
+
+# ---------------------------------------------------------------- what a trained model looks at
+
+
+@dataclass
+class NgramEvidence:
+    """One pooled feature of one sentence: the window that won its max, and what it adds to the logits."""
+
+    width: int  # the filter's width
+    filter: int  # its index among the maps of that width
+    start: int  # the window's first token (a wide window may start before the sentence: clipped to 0)
+    stop: int  # one past its last token, clipped to the sentence
+    activation: float  # h_f, the pooled feature after ReLU
+    contribution: torch.Tensor  # (K,) h_f * W_out[:, f], what it adds to each logit
+
+
+@torch.no_grad()
+def window_preactivations(model: KimCNN, tokens: torch.Tensor, lengths: torch.Tensor | None = None
+                          ) -> list[torch.Tensor]:
+    """One tensor (B,M,T+w-1) per width: every window's pre-activation, -inf at windows that hold no
+    real token (so that a max over time picks a window of the sentence). Max pooling only."""
+    if model.config.pooling != "max":
+        raise ConfigError("window_preactivations: only defined for pooling='max'")
+    lengths = model._check_input(tokens, lengths)
+    T = tokens.shape[1]
+    mask = torch.arange(T, device=tokens.device)[None, :] < lengths[:, None]  # (B,T)
+    x = model.embed_tokens(tokens, mask)  # (B,C*D,T)
+    out = []
+    for w, conv in zip(model.config.widths, model.convs):
+        valid = window_mask(lengths, T, w)  # (B,T+w-1)
+        out.append(conv(x).masked_fill(~valid[:, None, :], float("-inf")))  # (B,M,T+w-1)
+    return out
+
+
+def window_span(j: int, width: int, length: int) -> tuple[int, int]:
+    """Tokens [start, stop) of window ``j`` of a wide convolution (it covers j-width+1 .. j)."""
+    return max(0, j - width + 1), min(length, j + 1)
+
+
+@torch.no_grad()
+def decisive_ngrams(model: KimCNN, ids: list[int], k: int = 5) -> list[NgramEvidence]:
+    """The ``k`` pooled features of one sentence (its ids) that push its logits most towards its predicted
+    class c: largest h_f (W_out[c, f] - mean over the other classes of W_out[., f])."""
+    if not ids:
+        raise ShapeError("decisive_ngrams: the sentence is empty")
+    device = next(model.parameters()).device
+    tokens = torch.tensor([ids], device=device)  # (1,T)
+    maps = window_preactivations(model, tokens)  # per width (1,M,T+w-1)
+    h = torch.cat([F.relu(a.amax(dim=2)) for a in maps], dim=1)[0]  # (F,)
+    W = model.out.weight  # (K,F)
+    c = int(model.out(h).argmax())  # (F,) -> (K,): the predicted class
+    others = torch.cat([W[:c], W[c + 1:]]).mean(dim=0)  # (F,)
+    push = h * (W[c] - others)  # (F,)
+    M = model.config.maps
+    evidence = []
+    for f in push.argsort(descending=True)[:k].tolist():
+        wi, m = divmod(f, M)
+        width = model.config.widths[wi]
+        j = int(maps[wi][0, m].argmax())
+        start, stop = window_span(j, width, len(ids))
+        evidence.append(NgramEvidence(width, m, start, stop, float(h[f]), (h[f] * W[:, f]).cpu()))
+    return evidence
+
+
+@torch.no_grad()
+def top_ngrams(model: KimCNN, sentences: list[list[int]], width_index: int, filters: list[int], k: int = 5,
+               batch_size: int = 500) -> dict[int, list[tuple[float, int, int, int]]]:
+    """For each filter of the width ``model.config.widths[width_index]``: the ``k`` windows of
+    ``sentences`` (id lists) with the highest pre-activation, as (score, sentence, start, stop), best
+    first; one window per sentence (its best) and per distinct n-gram, so that a phrase repeated
+    across the sentences does not fill the list."""
+    device = next(model.parameters()).device
+    width = model.config.widths[width_index]
+    found: dict[int, list[tuple[float, int, int, int]]] = {f: [] for f in filters}
+    for lo in range(0, len(sentences), batch_size):
+        chunk = sentences[lo:lo + batch_size]
+        batch = pad_batch(chunk).to(device)
+        a = window_preactivations(model, batch.tokens, batch.lengths)[width_index][:, filters]  # (B,n,T')
+        best, where = a.max(dim=2)  # (B,n) each
+        for n, f in enumerate(filters):
+            for b in best[:, n].topk(min(4 * k, len(chunk))).indices.tolist():
+                start, stop = window_span(int(where[b, n]), width, len(chunk[b]))
+                found[f].append((float(best[b, n]), lo + b, start, stop))
+    return {f: _distinct(sorted(v, reverse=True), sentences, k) for f, v in found.items()}
+
+
+def _distinct(rows: list[tuple[float, int, int, int]], sentences: list[list[int]], k: int
+              ) -> list[tuple[float, int, int, int]]:
+    """The first ``k`` rows whose windows hold different ids."""
+    seen, out = set(), []
+    for row in rows:
+        _, b, start, stop = row
+        key = tuple(sentences[b][start:stop])
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out[:k]
