@@ -46,6 +46,7 @@ ALLOWED_CONSOLE_ERRORS: list[str] = []
 SEARCHES = [
     ("backpropagation", "book/building_blocks.html"),
     ("Colab", "book/intro.html"),
+    ("max-over-time", "book/cnn.html"),
 ]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
