@@ -3,6 +3,7 @@ import json
 import shutil
 
 import pytest
+import torch
 
 from nlpcourse import DataError
 from nlpcourse.data import (
@@ -14,6 +15,7 @@ from nlpcourse.data import (
     load_parallel,
     load_reviews,
     load_text,
+    review_split,
     sentences,
     split_indices,
     train_val_test_split,
@@ -133,3 +135,20 @@ def test_bad_split_arguments(n, fractions, groups, message):
 
     with pytest.raises(CourseError, match=message):
         split_indices(n, fractions, groups=groups)
+
+
+def test_review_split_pads_encodes_and_keeps_movies_apart():
+    """The assignment's data: the seeded movie split as padded ids, the vocabulary of the training part only."""
+    data = review_split()
+    reviews = load_reviews()
+    assert len(data.train) + len(data.valid) + len(data.test) == len(reviews)
+    for part in (data.train, data.valid, data.test):
+        N, T = part.ids.shape
+        assert part.lengths.min() >= 1 and int(part.lengths.max()) == T and len(part.labels) == N
+        real = torch.arange(T)[None, :] < part.lengths[:, None]
+        assert (part.ids[~real] == 0).all() and (part.ids[real] > 0).all()  # 0 only after the end
+        assert set(part.labels.tolist()) == {0, 1}
+    train_words = {w for w in data.vocab.itos[4:]}
+    assert all(data.vocab.counts[w] >= 2 for w in train_words)
+    assert (data.test.ids == data.vocab.unk_id).any()  # words the training part lacks
+    assert review_split() is data  # cached: the notebook and the grader share one

@@ -17,6 +17,7 @@ from .registry import (
     dataset_path,
     verify,
 )
+from .review_split import PaddedSentences, ReviewSplit, review_split
 from .splits import split_indices, train_val_test_split
 from .tokenize import char_tokenize, sentences, word_tokenize
 from .vocab import BOS, EOS, PAD, UNK, Vocab
@@ -30,7 +31,9 @@ __all__ = [
     "UNK",
     "Batch",
     "DatasetInfo",
+    "PaddedSentences",
     "Review",
+    "ReviewSplit",
     "Vocab",
     "bucket_batches",
     "cache_dir",
@@ -47,6 +50,7 @@ __all__ = [
     "load_reviews",
     "load_text",
     "pad_batch",
+    "review_split",
     "sentences",
     "split_indices",
     "train_val_test_split",

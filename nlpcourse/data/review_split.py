@@ -1,0 +1,56 @@
+"""The movie-review snippets as padded id tensors, split by movie: the data of the CNN chapter's
+assignment (and of anything that wants the seeded 80/10/10 split without writing the padding again)."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from .batching import pad_batch
+from .corpora import load_reviews
+from .splits import split_indices
+from .tokenize import word_tokenize
+from .vocab import SPECIALS, Vocab
+
+
+@dataclass(frozen=True)
+class PaddedSentences:
+    """One part of the split: every sentence padded to the part's longest (pad id 0)."""
+
+    ids: torch.Tensor  # (N, T) long word ids, 0 after each sentence's end
+    lengths: torch.Tensor  # (N,) long, each >= 1
+    labels: torch.Tensor  # (N,) long: 1 fresh, 0 rotten
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class ReviewSplit:
+    """The snippets split by movie (80/10/10), encoded with the training part's vocabulary."""
+
+    vocab: Vocab  # the training part's words seen at least min_count times, after the 4 specials
+    train: PaddedSentences
+    valid: PaddedSentences
+    test: PaddedSentences
+
+
+@lru_cache(maxsize=2)
+def review_split(seed: int = 0, min_count: int = 2) -> ReviewSplit:
+    """The seeded split by movie of the chapter and the benchmark (seed 0), as padded ids; a word of the
+    validation or test part that the training part's vocabulary lacks is ``<unk>`` (id 1)."""
+    reviews = load_reviews()
+    tokens = [word_tokenize(r.text) for r in reviews]
+    labels = torch.tensor([r.label for r in reviews])
+    parts = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=seed, groups=[r.movie for r in reviews])
+    counts = Counter(t for i in parts[0] for t in tokens[i])
+    kept = sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t))
+    vocab = Vocab(list(SPECIALS) + kept, {t: counts[t] for t in kept})
+
+    def encode(rows: list[int]) -> PaddedSentences:
+        batch = pad_batch([vocab.encode(tokens[i]) or [vocab.unk_id] for i in rows])
+        return PaddedSentences(batch.tokens, batch.lengths, labels[torch.tensor(rows, dtype=torch.long)])
+
+    return ReviewSplit(vocab, *(encode(rows) for rows in parts))
