@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from nlpcourse.checking import Case, Verdict, copy_to
+from nlpcourse.checking import Case, Verdict, compare, copy_to
 
 #: A part's own comparison: ``check(expected, got, case, device) -> Verdict``, where ``expected`` is what the
 #: reference returned for the case and ``device`` the device the output must be on (None: not checked).
@@ -56,3 +56,19 @@ class Bug:
     old: str  # exact substring of that cell's solution source, occurring once
     new: str  # what replaces it
     loses: set[str]  # grade_ids of the test cells that must lose points; all others keep full marks
+
+
+def tuple_check(names: Sequence[str]) -> Check:
+    """A :data:`Check` for parts that return a tuple of tensors (gradients, say): the elements compared one by
+    one, the first wrong one named (``names[i]``) in the verdict."""
+
+    def check(expected: Any, got: Any, case: Case, device: str | None) -> Verdict:
+        if not (isinstance(got, (list, tuple)) and len(got) == len(names)):
+            return compare(tuple(expected), got, "output", case.rtol, case.atol, device)
+        for name, e, g in zip(names, expected, got):
+            verdict = compare(e, g, name, case.rtol, case.atol, device)
+            if not verdict.ok:
+                return verdict
+        return Verdict(True)
+
+    return check

@@ -55,7 +55,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.spec import Part, make_case
+from grader.spec import Part, make_case, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, compare_samples, value_and_grads
 from nlpcourse.data import load_text, word_tokenize
 from nlpcourse.data.word_corpus import WordCorpus, build_word_corpus, words_only
@@ -327,21 +327,6 @@ def _loss_and_grads_check(names):
         for name, e, g in zip(names, expected[1], got[1]):
             verdict = compare(e, g, f"gradient of the loss w.r.t. {name} (by autograd through your function)",
                               case.rtol, case.atol, device)
-            if not verdict.ok:
-                return verdict
-        return Verdict(True)
-
-    return check
-
-
-def _tuple_check(names):
-    """Compare a tuple of tensors, naming the first element that is wrong."""
-
-    def check(expected, got, case, device):
-        if not (isinstance(got, (list, tuple)) and len(got) == len(names)):
-            return compare(tuple(expected), got, "output", case.rtol, case.atol, device)
-        for name, e, g in zip(names, expected, got):
-            verdict = compare(e, g, name, case.rtol, case.atol, device)
             if not verdict.ok:
                 return verdict
         return Verdict(True)
@@ -775,7 +760,7 @@ PARTS: dict[str, Part] = {
     "sgns_loss": Part("sgns-test", sgns_loss, sgns_cases, ("sgns-solution",), SGNS_FORBIDDEN, weight=2.0,
                       check=_loss_and_grads_check(("v_c", "u_o", "u_neg"))),
     "sgns_gradients": Part("gradients-test", sgns_gradients, gradient_cases, ("gradients-solution",),
-                           GRADIENTS_FORBIDDEN, check=_tuple_check(("dv_c", "du_o", "du_neg"))),
+                           GRADIENTS_FORBIDDEN, check=tuple_check(("dv_c", "du_o", "du_neg"))),
     "numerical_gradient": Part("gradcheck-test", numerical_gradient_on, numerical_gradient_cases,
                                ("gradcheck-solution",), GRADCHECK_FORBIDDEN, weight=2.0),
     "relative_error": Part("gradcheck-test", relative_error, relative_error_cases, ("gradcheck-solution",),
