@@ -54,7 +54,7 @@ from grader.submissions import solution_answers, standard_submissions, write
 
 pytestmark = pytest.mark.grading
 
-GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "30", "--notebook-timeout", "200", "--memory-gib", "3"]
+GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "60", "--notebook-timeout", "200", "--memory-gib", "3"]
 MIN_BUGS = 8
 BUG_IDS = [(a, i) for a in ASSIGNMENTS for i in range(len(load_bugs(load_assignment(a))))]
 HIDDEN_LINES, SOLUTION_LINES = secret_lines()
