@@ -2,7 +2,6 @@
 assignment (and of anything that wants the seeded 80/10/10 split without writing the padding again)."""
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -12,7 +11,7 @@ from .batching import pad_batch
 from .corpora import load_reviews
 from .splits import split_indices
 from .tokenize import word_tokenize
-from .vocab import SPECIALS, Vocab
+from .vocab import Vocab
 
 
 @dataclass(frozen=True)
@@ -45,9 +44,7 @@ def review_split(seed: int = 0, min_count: int = 2) -> ReviewSplit:
     tokens = [word_tokenize(r.text) for r in reviews]
     labels = torch.tensor([r.label for r in reviews])
     parts = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=seed, groups=[r.movie for r in reviews])
-    counts = Counter(t for i in parts[0] for t in tokens[i])
-    kept = sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t))
-    vocab = Vocab(list(SPECIALS) + kept, {t: counts[t] for t in kept})
+    vocab = Vocab.build((tokens[i] for i in parts[0]), min_freq=min_count)
 
     def encode(rows: list[int]) -> PaddedSentences:
         batch = pad_batch([vocab.encode(tokens[i]) or [vocab.unk_id] for i in rows])

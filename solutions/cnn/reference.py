@@ -494,7 +494,8 @@ def multichannel_cases(g: torch.Generator, device: str) -> list[Case]:
     data, static = review_split().train, _real_tables()
     rows = torch.randperm(len(data), generator=g)[:4]
     T = int(data.lengths[rows].max())
-    tokens = data.ids[rows, :T].clamp(max=1999) * (data.ids[rows, :T] < 2000) + (data.ids[rows, :T] >= 2000)
+    ids = data.ids[rows, :T]
+    tokens = torch.where(ids < 2000, ids, 1)  # a word beyond the table's 2,000: <unk>
     tuned = static + _randn(g, *static.shape, dtype=f32, scale=0.05)
     cases.append(make_case(f"real: 4 training snippets as ids (T={T}), the course's vectors of the 2,000 most "
                            "frequent words as the frozen table, float32",
