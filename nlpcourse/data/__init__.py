@@ -9,6 +9,7 @@ from .corpora import (
     load_text,
 )
 from .download import STANDARD_SETS, cache_dir, download
+from .lm_corpus import LMCorpus, lm_corpus, lm_tokens, split_stream
 from .registry import (
     DATASETS,
     DatasetInfo,
@@ -32,6 +33,7 @@ __all__ = [
     "Batch",
     "DatasetInfo",
     "PaddedSentences",
+    "LMCorpus",
     "Review",
     "ReviewSplit",
     "Vocab",
@@ -43,7 +45,9 @@ __all__ = [
     "dataset_path",
     "download",
     "lm_batches",
+    "lm_corpus",
     "lm_stream",
+    "lm_tokens",
     "load_brown",
     "load_lines",
     "load_parallel",
@@ -53,6 +57,7 @@ __all__ = [
     "review_split",
     "sentences",
     "split_indices",
+    "split_stream",
     "train_val_test_split",
     "verify",
     "word_tokenize",

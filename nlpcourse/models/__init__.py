@@ -1,7 +1,9 @@
 """Models shared by the chapters and the training scripts, one model per file.
 
 ``bow_mlp``: the bag-of-words MLP text classifier of the chapter "Neural building blocks";
-``cnn``: the Kim (2014) CNN sentence classifier of the chapter "CNN text classifiers".
+``cnn``: the Kim (2014) CNN sentence classifier of the chapter "CNN text classifiers";
+``rnnlm`` (Elman / GRU / LSTM language models), ``ffnn_lm`` (Bengio et al.'s feed-forward LM) and
+``lstm_cells`` (the cells written out) of the chapter "RNN language models".
 """
 from .bow_mlp import BowMLP, BowMLPConfig, bag_of_words, build_bow_mlp
 from .cnn import KimCNN, KimCNNConfig, build_kim_cnn, max_norm_, pretrained_embeddings

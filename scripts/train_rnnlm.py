@@ -1,0 +1,136 @@
+"""Train the language models of the chapter "RNN language models" and save them.
+
+``nlpcourse.models.rnnlm.RNNLM`` trained by truncated BPTT (``fit_lm``: Adam, global-norm clipping, the
+learning rate halved after an epoch that did not lower validation perplexity) on a corpus of the protocol
+(``nlpcourse.data.lm_corpus``: one stream, split 80/10/10 by position):
+
+* ``--corpus austen`` (default): word level, 10,000 words + ``<unk>``; a 2-layer LSTM with tied
+  embeddings; writes ``data/checkpoints/rnnlm_austen.pt``;
+* ``--corpus shakespeare``: character level; writes ``data/checkpoints/rnnlm_shakespeare.pt``.
+
+Each checkpoint holds the weights as float16 (``load_checkpoint(path, build=rnnlm_from_config)`` gives a
+float32 model), the config, and in ``extra`` the vocabulary (``itos``), the training history, the
+validation and test perplexities and the hardware and time it took; a JSON beside it holds the same
+numbers without the weights.
+
+    python scripts/train_rnnlm.py                                  # the chapter's word model
+    python scripts/train_rnnlm.py --corpus shakespeare             # the chapter's character model
+    python scripts/train_rnnlm.py --tiny --out /tmp/lm.pt          # seconds, for tests
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+import nlpcourse
+from nlpcourse.data.lm_corpus import lm_corpus
+from nlpcourse.models.rnnlm import LMTrainConfig, RNNLMConfig, build_rnnlm, fit_lm, lm_perplexity
+
+REPO = Path(__file__).resolve().parents[1]
+CHECKPOINTS = REPO / "data" / "checkpoints"
+STARTED = time.perf_counter()
+CONTEXT = 200  # tokens of the preceding part that warm the state up before a part is scored
+
+
+@dataclass
+class TrainSettings:
+    """Everything that decides the result (saved in the checkpoint and the JSON)."""
+
+    corpus: str = "austen"  # "austen" (word level) or "shakespeare" (character level)
+    cell: str = "lstm"  # elman | gru | lstm
+    hidden: int = 256  # E = H (tied weights)
+    layers: int = 2
+    dropout: float = 0.3
+    epochs: int = 6
+    minutes: float | None = None  # stop training after this many minutes (None: all epochs)
+    batch_size: int = 32
+    bptt: int = 35
+    lr: float = 2e-3
+    max_chars: int | None = None  # characters of the corpus to read (None: all)
+    seed: int = 0
+    device: str = "cpu"
+    threads: int = 2
+
+
+PRESETS = {  # the chapter's two models
+    "austen": TrainSettings(),
+    "shakespeare": TrainSettings(corpus="shakespeare", hidden=256, layers=2, dropout=0.1, epochs=1,
+                                 batch_size=64, bptt=100, max_chars=2_000_000),
+}
+
+
+def parse(argv: list[str] | None) -> tuple[TrainSettings, Path]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", choices=tuple(PRESETS), default="austen")
+    p.add_argument("--out", type=Path, default=None, help="checkpoint to write (default data/checkpoints/...)")
+    for name in ("cell", "device"):
+        p.add_argument(f"--{name}", default=None)
+    for name in ("hidden", "layers", "epochs", "threads", "max_chars"):
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None)
+    p.add_argument("--minutes", type=float, default=None)
+    p.add_argument("--tiny", action="store_true", help="seconds: a small model on 30,000 characters")
+    args = p.parse_args(argv)
+    cfg = PRESETS[args.corpus]
+    for name in ("cell", "device", "hidden", "layers", "epochs", "threads", "max_chars", "minutes"):
+        if getattr(args, name) is not None:
+            cfg = dataclasses.replace(cfg, **{name: getattr(args, name)})
+    if args.tiny:
+        cfg = dataclasses.replace(cfg, hidden=16, layers=1, epochs=1, max_chars=30_000, batch_size=8, bptt=20,
+                                  threads=1)
+    return cfg, args.out or CHECKPOINTS / f"rnnlm_{cfg.corpus}.pt"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    cfg, out = parse(argv)
+    torch.set_num_threads(cfg.threads)
+    nlpcourse.seed_everything(cfg.seed)
+    level = "word" if cfg.corpus == "austen" else "char"
+    corpus = lm_corpus(cfg.corpus, level, 10_000 if level == "word" else None, cfg.max_chars)
+    mcfg = RNNLMConfig(vocab_size=corpus.vocab_size, cell=cfg.cell, embed_dim=cfg.hidden, hidden_dim=cfg.hidden,
+                       layers=cfg.layers, dropout=cfg.dropout)
+    model = build_rnnlm(mcfg, seed=cfg.seed, device=cfg.device)
+    tcfg = LMTrainConfig(batch_size=cfg.batch_size, bptt=cfg.bptt, epochs=cfg.epochs, lr=cfg.lr,
+                         max_seconds=None if cfg.minutes is None else cfg.minutes * 60, seed=cfg.seed,
+                         eval_tokens=None)
+    hist = fit_lm(model, corpus.train, corpus.valid, tcfg, valid_context=corpus.context_before("valid", CONTEXT),
+                  on_log=_progress)
+    valid_ppl, test_ppl = (lm_perplexity(model, getattr(corpus, part), corpus.context_before(part, CONTEXT))
+                           for part in ("valid", "test"))
+    report = {"config": dataclasses.asdict(mcfg), "train_settings": dataclasses.asdict(cfg),
+              "valid_ppl": valid_ppl, "test_ppl": test_ppl, "epochs_run": len(hist.valid_ppl),
+              "train_tokens_seen": hist.tokens, "seconds": round(hist.seconds, 1),
+              "hardware": _hardware(cfg.device),
+              "sizes": {"train": len(corpus.train), "valid": len(corpus.valid), "test": len(corpus.test)}}
+    nlpcourse.save_checkpoint(out, model.cpu().half(), mcfg, None,
+                              extra={"itos": corpus.itos, "level": level, "history": hist.to_dict(),
+                                     **{k: v for k, v in report.items() if k != "config"}})
+    meta = out.with_suffix(".json")
+    tmp = meta.with_name(meta.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    tmp.replace(meta)
+    print(f"{cfg.corpus} {cfg.cell}: valid ppl {valid_ppl:.1f}, test ppl {test_ppl:.1f} after "
+          f"{report['epochs_run']} epochs in {hist.seconds:.0f} s; wrote {out} ({out.stat().st_size / 2**20:.1f} MiB)")
+    return report
+
+
+def _progress(hist) -> None:
+    epoch = f", valid ppl after each epoch {[round(p, 1) for p in hist.valid_ppl]}" if hist.valid_ppl else ""
+    elapsed = time.perf_counter() - STARTED
+    print(f"{elapsed:.0f} s, window {hist.steps[-1]}: train loss {hist.train_loss[-1]:.3f}{epoch}", flush=True)
+
+
+def _hardware(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(0)
+    return f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+
+
+if __name__ == "__main__":
+    main()

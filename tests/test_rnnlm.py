@@ -1,0 +1,314 @@
+"""The RNN LM chapter's library: ``nlpcourse.data.lm_corpus`` (the protocol's split), ``nlpcourse.models.rnnlm``
+(Elman / GRU / LSTM language models, stream scoring, truncated BPTT, sampling), ``nlpcourse.models.ffnn_lm``
+(Bengio et al.'s feed-forward LM) and ``nlpcourse.models.lstm_cells`` (the cells written out).
+
+Tiny models, one thread, seconds; the CUDA variants are marked ``gpu`` (skipped where there is none).
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import nlpcourse
+from nlpcourse.data.lm_corpus import LM_UNK, lm_corpus, lm_tokens, split_stream
+from nlpcourse.errors import ConfigError, CourseError, ShapeError, UnknownNameError
+from nlpcourse.models.ffnn_lm import FFNNLM, FFNNLMConfig, context_windows, ffnn_log_probs, fit_ffnn
+from nlpcourse.models.lstm_cells import CoupledPeepholeLSTM, LoopGRU, LoopLSTM
+from nlpcourse.models.rnnlm import (
+    CELLS,
+    LMTrainConfig,
+    RNNLMConfig,
+    build_rnnlm,
+    detach_state,
+    fit_lm,
+    generate,
+    lm_perplexity,
+    rnnlm_from_config,
+    stream_log_probs,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+V = 20
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny(cell: str = "lstm", device: str = "cpu", **kw) -> nn.Module:
+    cfg = dict(vocab_size=V, embed_dim=8, hidden_dim=8, layers=2, dropout=0.0) | kw
+    return build_rnnlm(RNNLMConfig(cell=cell, **cfg), seed=0, device=device)
+
+
+def full_pass_log_probs(model, stream: torch.Tensor) -> torch.Tensor:
+    """log P(stream[j] | stream[:j]) for j >= 1, from one forward pass over the whole stream."""
+    logits, _ = model(stream[None])  # (1,L,V)
+    return F.log_softmax(logits[0, :-1].double(), -1).gather(1, stream[1:, None])[:, 0]
+
+
+# ------------------------------------------------------------------ the corpus and its split
+
+
+def test_split_is_by_position_with_the_training_vocabulary():
+    tokens = list("aaabbc") * 10 + list("zzzz") * 5  # z only after the training part
+    c = split_stream(tokens, max_vocab=2)
+    assert (len(c.train), len(c.valid), len(c.test)) == (64, 8, 8)
+    assert c.itos == [LM_UNK, "a", "b"]  # the 2 most frequent training tokens after <unk>
+    assert c.decode(c.train[:6]) == "a a a b b <unk>"
+    assert (c.test == 0).all()  # every z is <unk>
+    assert torch.equal(c.context_before("test", 3), c.valid[-3:])
+    assert len(c.context_before("train", 5)) == 0
+
+
+def test_split_errors_name_the_problem():
+    with pytest.raises(ConfigError, match="fractions"):
+        split_stream(list("abcdefghij") * 3, fractions=(0.5, 0.5, 0.5))
+    with pytest.raises(ConfigError, match="too few"):
+        split_stream(list("abc"))
+    with pytest.raises(ConfigError, match="level"):
+        lm_tokens("text", "byte")
+    with pytest.raises(UnknownNameError, match="part"):
+        split_stream(list("abcdefghij") * 3).context_before("dev", 2)
+
+
+def test_word_tokens_are_lower_case_a_to_z_words():
+    assert lm_tokens("Mr. Darcy's 2 sisters--well!") == ["mr", "darcy", "s", "sisters", "well"]
+    assert lm_tokens("a\n\n b", "char") == ["a", " ", "b"]
+
+
+@pytest.mark.slow
+def test_austen_follows_the_protocol():
+    c = lm_corpus("austen")
+    assert c.vocab_size == 10_001 and c.itos[0] == LM_UNK
+    n = len(c.train) + len(c.valid) + len(c.test)
+    assert abs(len(c.train) / n - 0.8) < 1e-4 and abs(len(c.valid) / n - 0.1) < 1e-4
+    assert 0 < (c.test == 0).float().mean() < 0.1  # <unk> is rare but there
+
+
+# ------------------------------------------------------------------ models
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_forward_shapes_and_state_carry(cell):
+    m = tiny(cell)
+    x = torch.randint(0, V, (3, 7))
+    logits, state = m(x)
+    assert logits.shape == (3, 7, V)
+    # reading the window in two halves with the state carried gives the same logits
+    a, s = m(x[:, :4])
+    b, _ = m(x[:, 4:], s)
+    torch.testing.assert_close(torch.cat([a, b], 1), logits)
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="cell"):
+        RNNLMConfig(vocab_size=5, cell="transformer")
+    with pytest.raises(ConfigError, match="tie_weights"):
+        RNNLMConfig(vocab_size=5, embed_dim=4, hidden_dim=8)
+    with pytest.raises(ConfigError, match="dropout"):
+        FFNNLMConfig(vocab_size=5, dropout=1.0)
+
+
+def test_tied_weights_share_the_embedding_table():
+    m = tiny()
+    assert m.out.weight is m.embed.weight
+    assert sum(p.numel() for p in m.parameters()) < sum(p.numel() for p in tiny(tie_weights=False,
+                                                                                 embed_dim=8).parameters())
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+@pytest.mark.parametrize("cell", CELLS)
+def test_stream_scoring_equals_one_pass_whatever_the_chunk(cell, chunk):
+    m = tiny(cell)
+    g = torch.Generator().manual_seed(1)
+    context, ids = torch.randint(0, V, (9,), generator=g), torch.randint(0, V, (30,), generator=g)
+    got = stream_log_probs(m, ids, context, chunk=chunk)
+    want = full_pass_log_probs(m, torch.cat([context, ids]))[len(context) - 1:]
+    torch.testing.assert_close(got, want.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_without_context_the_first_token_is_uniform():
+    m = tiny()
+    ids = torch.randint(0, V, (12,))
+    lp = stream_log_probs(m, ids)
+    assert len(lp) == 12 and lp[0].item() == pytest.approx(-math.log(V))
+
+
+def test_perplexity_edge_cases():
+    """A model sure of every token has perplexity 1; a uniform one has V."""
+    m = tiny("elman", layers=1)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.zero_()
+    ids = torch.randint(0, V, (50,))
+    assert lm_perplexity(m, ids, ids[:3]) == pytest.approx(V)  # all logits 0: uniform
+    with torch.no_grad():
+        m.out.bias[4] = 1e4  # almost all mass on token 4
+    assert lm_perplexity(m, torch.full((20,), 4), torch.tensor([4])) == pytest.approx(1.0)
+
+
+def test_detach_state_keeps_values_and_cuts_the_graph():
+    h = torch.randn(2, 3, requires_grad=True) * 2
+    for s in (h, (h, h + 1)):
+        d = detach_state(s)
+        for a, b in zip(s if isinstance(s, tuple) else (s,), d if isinstance(d, tuple) else (d,)):
+            assert torch.equal(a, b) and not b.requires_grad
+
+
+def test_fit_lm_learns_a_repeating_stream():
+    stream = torch.arange(6).repeat(200) % V  # 0 1 2 3 4 5 0 1 ...
+    m = tiny("lstm", layers=1, tie_weights=False)  # tied at 8 units, Adam sits at the uniform 1/6 here
+    cfg = LMTrainConfig(batch_size=4, bptt=10, epochs=3, lr=0.03, eval_tokens=None, log_every=10)
+    hist = fit_lm(m, stream[:1000], stream[1000:], cfg, valid_context=stream[990:1000])
+    assert hist.valid_ppl[-1] < 1.2  # a period-6 pattern is nearly certain once learned
+    assert hist.train_loss[-1] < hist.train_loss[0]
+
+
+def test_generate_top_1_is_greedy_and_banned_ids_never_appear():
+    m = tiny()
+    prompt = torch.tensor([1, 2, 3])
+    out = generate(m, prompt, 6, top_k=1)
+    seq, state, greedy = prompt, None, []
+    logits, state = m(seq[None])
+    for _ in range(6):
+        nxt = int(logits[0, -1].argmax())
+        greedy.append(nxt)
+        logits, state = m(torch.tensor([[nxt]]), state)
+    assert out.tolist() == greedy
+    g = torch.Generator().manual_seed(0)
+    drawn = generate(m, prompt, 200, temperature=5.0, generator=g, banned=(0, 7))
+    assert not ((drawn == 0) | (drawn == 7)).any()
+    with pytest.raises(ConfigError, match="temperature"):
+        generate(m, prompt, 1, temperature=0)
+
+
+def test_ffnn_lm_windows_scores_and_training():
+    stream = torch.arange(10)
+    ctx, tgt = context_windows(stream, 3)
+    assert ctx[0].tolist() == [0, 1, 2] and tgt[0] == 3 and len(tgt) == 7
+    m = FFNNLM(FFNNLMConfig(vocab_size=V, context=3, embed_dim=4, hidden_dim=8, dropout=0.0))
+    ids = torch.randint(0, V, (40,))
+    lp = ffnn_log_probs(m, ids, torch.tensor([5, 6, 7]))
+    full = torch.cat([torch.tensor([5, 6, 7]), ids])
+    want = F.log_softmax(m(full.unfold(0, 3, 1)[:-1]).double(), -1).gather(1, ids[:, None])[:, 0]
+    torch.testing.assert_close(lp, want.detach())
+    with pytest.raises(ConfigError, match="context"):
+        ffnn_log_probs(m, ids, torch.tensor([1]))
+    rep = torch.arange(4).repeat(300)
+    hist = fit_ffnn(m, rep[:1000], rep[1000:], rep[997:1000], epochs=3, batch_size=32, lr=0.02)
+    assert hist.valid_ppl[-1] < 1.1
+
+
+# ------------------------------------------------------------------ the cells written out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_loop_lstm_equals_nn_lstm(device):
+    torch.manual_seed(0)
+    lstm = nn.LSTM(5, 7, batch_first=True).to(device)
+    x = torch.randn(3, 6, 5, device=device)
+    h0, c0 = torch.randn(1, 3, 7, device=device), torch.randn(1, 3, 7, device=device)
+    want, (hT, cT) = lstm(x, (h0, c0))
+    got, (h, c) = LoopLSTM.from_lstm(lstm)(x, (h0[0], c0[0]))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(c, cT[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_loop_gru_equals_nn_gru(device):
+    torch.manual_seed(0)
+    gru = nn.GRU(5, 7, batch_first=True).to(device)
+    loop = LoopGRU(5, 7).to(device)
+    loop.load_state_dict(gru.state_dict())
+    x = torch.randn(2, 4, 5, device=device)
+    torch.testing.assert_close(loop(x)[0], gru(x)[0], rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(q_bias=st.floats(-8, 8), T=st.integers(1, 6))
+def test_coupled_lstm_cell_is_a_convex_mix_of_old_cell_and_candidate(q_bias, T):
+    """c_t = (1 - q) c_{t-1} + q tanh(...): each |c_t| stays within max(|c_{t-1}|, 1)."""
+    torch.manual_seed(0)
+    cell = CoupledPeepholeLSTM(3, 4)
+    with torch.no_grad():
+        cell.W.bias[:4] = q_bias
+    c0 = torch.randn(2, 4) * 3
+    _, (_, c) = cell(torch.randn(2, T, 3), (torch.zeros(2, 4), c0))
+    assert (c.abs() <= torch.maximum(c0.abs(), torch.ones_like(c0)) + 1e-6).all()
+
+
+def test_cells_reject_wrong_input_shapes():
+    with pytest.raises(ShapeError, match=r"\(B,T,5\)"):
+        LoopLSTM(5, 3)(torch.randn(2, 4))
+    assert issubclass(ShapeError, CourseError)
+
+
+@pytest.mark.gpu
+def test_cuda_model_scores_like_the_cpu_model():
+    cpu, gpu = tiny("lstm"), tiny("lstm", "cuda")
+    ids = torch.randint(0, V, (40,))
+    torch.testing.assert_close(stream_log_probs(gpu, ids, ids[:4]), stream_log_probs(cpu, ids, ids[:4]),
+                               rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ the training script and the benchmark
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path):
+    out = tmp_path / "lm.pt"
+    proc = _run("scripts/train_rnnlm.py", "--tiny", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(out.with_suffix(".json").read_text())
+    ckpt = nlpcourse.load_checkpoint(out, build=rnnlm_from_config)
+    corpus = lm_corpus("austen", "word", 10_000, 30_000)
+    assert ckpt.extra["itos"] == corpus.itos
+    ppl = lm_perplexity(ckpt.model.float(), corpus.test, corpus.context_before("test", 200))
+    assert ppl == pytest.approx(meta["test_ppl"], rel=0.02)  # float16 weights: a little off
+    assert ppl < corpus.vocab_size  # it learned something: better than uniform
+
+
+@pytest.mark.slow
+def test_benchmark_tiny_writes_every_system(tmp_path):
+    out = tmp_path / "rnnlm.json"
+    proc = _run("benchmarks/rnnlm.py", "--tiny", "--threads", "1", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert set(report["systems"]) == {"unigram", "kn3", "kn5", "ffnn", "elman", "gru", "lstm"}
+    for name, result in report["systems"].items():
+        assert {"test_ppl", "valid_ppl", "wall_s"} <= set(result), name
+    assert report["systems"]["kn5"]["test_ppl"] < report["systems"]["lstm"]["test_ppl"]  # 20 windows of training
+    assert report["speed"]["nn_lstm_tokens_per_s"] > 0 and "lstm_over_kn5" in report["targets"]
+
+
+def test_benchmark_rejects_unknown_systems():
+    proc = _run("benchmarks/rnnlm.py", "--systems", "kn5,transformer")
+    assert proc.returncode == 2 and "transformer" in proc.stderr
+
+
+def test_committed_checkpoints_load_with_the_current_model_class():
+    for name in ("austen", "shakespeare"):
+        path = ROOT / "data" / "checkpoints" / f"rnnlm_{name}.pt"
+        if not path.is_file():
+            pytest.skip(f"{path.name} not trained yet")
+        ckpt = nlpcourse.load_checkpoint(path, build=rnnlm_from_config)
+        assert ckpt.model.config.vocab_size == len(ckpt.extra["itos"])
