@@ -291,3 +291,106 @@ def sentence_explorer(model, vocab, tokenize: Callable[[str], list[str]], senten
     box = SentenceExplorer([text, result])
     box.text, box.result = text, result
     return box
+
+
+def _next_token_probs(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
+    """(V,) the distribution the next token is drawn from: softmax(logits / temperature) over the
+    ``top_k`` largest logits (all of them with ``None``), 0 elsewhere."""
+    scores = logits.double() / temperature  # (V,)
+    if top_k is not None and top_k < len(scores):
+        kth = torch.topk(scores, top_k).values[-1]
+        scores = scores.masked_fill(scores < kth, -math.inf)
+    return torch.softmax(scores, -1)
+
+
+def _next_token_html(model, itos: list[str], level: str, prompt: str, temperature: float,
+                     top_k: int | None, k: int) -> str:
+    """The next-token distribution after ``prompt`` as an HTML ``<img>`` (bars, PNG) and a summary."""
+    from matplotlib.figure import Figure
+
+    from .data.lm_corpus import lm_tokens
+
+    stoi = {t: i for i, t in enumerate(itos)}
+    tokens = lm_tokens(prompt, level)
+    if not tokens:
+        return "<p>Type a prompt.</p>"
+    ids = torch.tensor([[stoi.get(t, 0) for t in tokens]])  # (1,P), <unk> = 0
+    model.eval()
+    with torch.no_grad():
+        logits, _ = model(ids)  # (1,P,V)
+    plain = torch.softmax(logits[0, -1].double(), -1)  # (V,) at temperature 1
+    probs = _next_token_probs(logits[0, -1], temperature, top_k)  # (V,)
+    top = probs.topk(min(k, len(probs)))
+    names = [repr(itos[i]) if level == "char" else itos[i] for i in top.indices.tolist()]
+    fig = Figure(figsize=(6.4, 3.6), dpi=80)
+    ax = fig.add_subplot()
+    y = list(range(len(names)))[::-1]
+    ax.barh(y, top.values.numpy(), color="tab:blue", label=f"τ = {temperature:.2g}"
+            + (f", top-{top_k}" if top_k else ""))
+    ax.scatter(plain[top.indices].numpy(), y, color="black", s=12, zorder=3, label="τ = 1, no top-k")
+    ax.set_yticks(y, names, fontsize=9)
+    ax.set_xlim(0, max(0.05, 1.1 * max(top.values.max().item(), plain[top.indices].max().item())))
+    ax.set_xlabel("probability of the next token")
+    ax.legend(loc="lower right", fontsize=8)
+    shown = " ".join(tokens[-12:]) if level == "word" else "".join(tokens[-40:])
+    ax.set_title(f"after '…{shown}'" if len(tokens) > (12 if level == "word" else 40) else f"after '{shown}'",
+                 fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    nonzero = int((probs > 0).sum())
+    entropy = -(probs[probs > 0] * probs[probs > 0].log()).sum().item()
+    unknown = sorted({t for t in tokens if t not in stoi})
+    note = (f"<p>Not in the vocabulary (read as &lt;unk&gt;): {html.escape(', '.join(unknown))}</p>"
+            if unknown else "")
+    summary = (f"{nonzero:,} of {len(probs):,} tokens can be drawn; the {len(names)} shown hold "
+               f"{top.values.sum().item():.1%} of the probability; entropy {entropy:.2f} nats "
+               f"(as uncertain as a uniform choice among {math.exp(entropy):,.1f} tokens)")
+    return f'<img src="data:image/png;base64,{png}" alt="next-token distribution"/>{note}<p>{summary}</p>'
+
+
+def next_token_explorer(model, itos: list[str], prompt: str, level: str = "word", temperature: float = 1.0,
+                        top_k: int | None = None, k: int = 12):
+    """The next-token distribution of a language model (an :class:`nlpcourse.models.rnnlm.RNNLM` and its
+    vocabulary ``itos``, id 0 ``<unk>``) after a prompt: type the prompt, move the temperature and
+    top-k sliders (top-k 0: no cut), and the bars show the ``k`` most likely next tokens under that
+    setting, with their probability at temperature 1 as dots. ``level`` is ``"word"`` or ``"char"``, how
+    the prompt is cut into tokens (``nlpcourse.data.lm_corpus.lm_tokens``). Returns an ``ipywidgets.VBox``
+    with attributes ``text``, ``temperature``, ``top_k`` (the controls) and ``result`` (HTML)."""
+    import ipywidgets as widgets
+
+    if level not in ("word", "char"):
+        raise ConfigError(f"next_token_explorer: level must be 'word' or 'char', got {level!r}")
+    if not 0.1 <= temperature <= 10:
+        raise ConfigError(f"next_token_explorer: temperature must be in [0.1, 10], got {temperature}")
+    if top_k is not None and not 1 <= top_k <= len(itos):
+        raise ConfigError(f"next_token_explorer: top_k must be in [1, {len(itos)}] or None, got {top_k}")
+    if len(itos) != model.config.vocab_size:
+        raise ConfigError(f"next_token_explorer: {len(itos)} tokens in itos for a model of "
+                          f"{model.config.vocab_size}")
+
+    class NextTokenExplorer(widgets.VBox):
+        """A VBox with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return (f"NextTokenExplorer(prompt={self.text.value!r}, temperature={self.temperature.value:.2f}, "
+                    f"top_k={self.top_k.value or None})")
+
+    text = widgets.Text(value=prompt, description="prompt", continuous_update=False,
+                        layout=widgets.Layout(width="95%"))
+    temp = widgets.FloatLogSlider(value=temperature, base=10, min=-1, max=1, step=0.05,
+                                  description="temperature", readout_format=".2f", continuous_update=False,
+                                  style={"description_width": "initial"})
+    cut = widgets.IntSlider(value=top_k or 0, min=0, max=min(100, len(itos)), description="top-k (0: all)",
+                            continuous_update=False, style={"description_width": "initial"})
+    result = widgets.HTML(value=_next_token_html(model, itos, level, prompt, temperature, top_k, k))
+
+    def redraw(_change=None) -> None:
+        result.value = _next_token_html(model, itos, level, text.value, temp.value, cut.value or None, k)
+
+    for control in (text, temp, cut):
+        control.observe(redraw, names="value")
+    box = NextTokenExplorer([text, widgets.HBox([temp, cut]), result])
+    box.text, box.temperature, box.top_k, box.result = text, temp, cut, result
+    return box

@@ -1,9 +1,11 @@
 """Recurrent cells written out, one time step at a time (chapter "RNN language models", ``benchmarks/rnnlm.py``):
-the LSTM PyTorch implements, the GRU, and the older LSTM with coupled input and forget gates and peepholes.
+the GRU PyTorch implements, and the LSTM with coupled input and forget gates and peepholes.
 
 They are the equations of the chapter in code, for reading and for measuring what PyTorch's fused kernels
-(``nn.LSTM``: one matrix product for all gates of a layer over the whole sequence's inputs, cuDNN on CUDA)
-gain over a Python loop. :class:`LoopLSTM` loads ``nn.LSTM``'s weights and gives the same outputs.
+(``nn.GRU``, ``nn.LSTM``: one matrix product for all gates of a layer over the whole sequence's inputs,
+cuDNN on CUDA) gain over a Python loop. :class:`LoopGRU` loads ``nn.GRU``'s weights and gives the same
+outputs. The standard LSTM that ``nn.LSTM`` implements (below) is not here: writing it so that it matches
+``nn.LSTM`` is a part of the assignment *rnnlm*, and the library is never an answer to a graded exercise.
 
 Shapes: B batch, T time, D input dim, H hidden units.
 
@@ -34,44 +36,6 @@ from ..errors import ShapeError
 def _check_input(x: torch.Tensor, D: int, who: str) -> None:
     if x.dim() != 3 or x.shape[-1] != D:
         raise ShapeError(f"{who}: expected input (B,T,{D}), got {tuple(x.shape)}")
-
-
-class LoopLSTM(nn.Module):
-    """One LSTM layer, looped over time in Python, with ``nn.LSTM``'s parameter names and layout."""
-
-    def __init__(self, input_dim: int, hidden_dim: int):
-        super().__init__()
-        self.D, self.H = input_dim, hidden_dim
-        self.weight_ih_l0 = nn.Parameter(torch.empty(4 * hidden_dim, input_dim))  # rows: i, f, g, o
-        self.weight_hh_l0 = nn.Parameter(torch.empty(4 * hidden_dim, hidden_dim))
-        self.bias_ih_l0 = nn.Parameter(torch.empty(4 * hidden_dim))
-        self.bias_hh_l0 = nn.Parameter(torch.empty(4 * hidden_dim))
-        bound = hidden_dim ** -0.5  # nn.LSTM's initialisation
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
-
-    @classmethod
-    def from_lstm(cls, lstm: nn.LSTM) -> LoopLSTM:
-        """A copy of the first layer of ``lstm`` (``batch_first`` or not, its weights are the same)."""
-        loop = cls(lstm.input_size, lstm.hidden_size).to(lstm.weight_ih_l0.device)
-        loop.load_state_dict({k: v for k, v in lstm.state_dict().items() if k.endswith("_l0")})
-        return loop
-
-    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None,
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        """Hidden states (B,T,H) of ``x`` (B,T,D), and the last (h, c), each (B,H)."""
-        _check_input(x, self.D, "LoopLSTM")
-        B, T, _ = x.shape
-        h, c = state if state is not None else (x.new_zeros(B, self.H), x.new_zeros(B, self.H))
-        gates_x = x @ self.weight_ih_l0.T + self.bias_ih_l0  # (B,T,D) x (D,4H) -> (B,T,4H), all steps at once
-        out = []
-        for t in range(T):
-            gates = gates_x[:, t] + h @ self.weight_hh_l0.T + self.bias_hh_l0  # (B,H) x (H,4H) -> (B,4H)
-            i, f, g, o = gates.chunk(4, dim=1)  # 4 x (B,H)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(c)
-            out.append(h)
-        return torch.stack(out, dim=1), (h, c)  # T x (B,H) -> (B,T,H)
 
 
 class LoopGRU(nn.Module):
