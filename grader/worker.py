@@ -420,6 +420,10 @@ def serve() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
+    # The workers run side by side, one per core, beside their kernels (which get OMP_NUM_THREADS=1):
+    # a judge with torch's default thread pool fights them for the cores, and a long sequential
+    # check (a 30,000-step LSTM over a test text) then runs ~50x slower than on one thread.
+    torch.set_num_threads(1)
     if args == ["--serve"]:
         serve()
         return 0

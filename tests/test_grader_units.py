@@ -11,6 +11,7 @@ import torch
 
 from grader.notebook import CODE_STUB, forbidden_uses, merge
 from grader.worker import _load_recording
+from grader.worker import main as worker_main
 
 AUTOGRAD = ("torch.autograd", ".backward")
 
@@ -141,3 +142,15 @@ def test_grading_limits_refuse_what_cannot_work(bad):
 
     with pytest.raises(GraderError, match=next(iter(bad)).replace("_", "-")):
         Limits(**bad).check()
+
+
+def test_worker_judges_on_one_thread():
+    """Workers run one per core beside their kernels: a judge on torch's whole thread pool made the
+    rnnlm batch (a 30,000-step LSTM per training case) take over 900 s instead of about 150 s."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert worker_main(["a", "b"]) == 2  # a usage error, after the worker's setup
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

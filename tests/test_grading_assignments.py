@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import importlib
 import pkgutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -64,11 +65,17 @@ HIDDEN_LINES, SOLUTION_LINES = secret_lines()
 def batches(tmp_path_factory):
     """``batches(name)``: the course folder where the standard submissions of ``name`` were graded
     (once per assignment, on first use), with the feedback and the exported grades."""
-    done: dict[str, dict] = {}
+    done: dict[str, dict | BaseException] = {}
 
     def get(name: str) -> dict:
         if name not in done:
-            done[name] = _grade(name, tmp_path_factory.mktemp(f"grading-{name}"))
+            try:
+                done[name] = _grade(name, tmp_path_factory.mktemp(f"grading-{name}"))
+            except (AssertionError, subprocess.TimeoutExpired) as exc:
+                done[name] = exc  # the next test of this assignment fails at once, not after another batch
+                raise
+        if isinstance(done[name], BaseException):
+            pytest.fail(f"grading the {name} batch failed in an earlier test: {done[name]}")
         return done[name]
     return get
 
