@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import os
 import platform
 import statistics
@@ -78,6 +77,7 @@ from nlpcourse.models.cnn import (
 from nlpcourse.models.cnn import (
     domain_vectors as cnn_domain_vectors,
 )
+from nlpcourse.report import write_json
 from nlpcourse.vectors import WordVectors
 
 REPO = Path(__file__).resolve().parents[1]
@@ -301,16 +301,6 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(report)
     write_json(json_path, report)
     return report
-
-
-def write_json(path: Path | None, report: dict) -> None:
-    """Write ``report`` to ``path`` (if any) atomically: to a .tmp file, then renamed."""
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
-    tmp.replace(path)
 
 
 def summarise(seeded: dict, cv: dict, opts: Options, vec_info: dict, threads: int, n: int) -> dict:

@@ -66,6 +66,7 @@ from nlpcourse.models.rnnlm import (
     rnnlm_from_config,
 )
 from nlpcourse.ngram import MLE, KneserNey
+from nlpcourse.report import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINT = REPO / "data" / "checkpoints" / "rnnlm_austen.pt"
@@ -230,15 +231,6 @@ def setup(corpus: LMCorpus, opts: argparse.Namespace) -> dict:
             "minutes_per_neural_system": opts.minutes, "threads": opts.threads, "device": opts.device,
             "hidden": opts.hidden, "dropout": DROPOUT, "torch": torch.__version__,
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "tiny": opts.tiny}
-
-
-def write_json(path: Path | None, report: dict) -> None:
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
-    tmp.replace(path)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

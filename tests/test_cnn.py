@@ -43,13 +43,7 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 V, D = 30, 8
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One PyTorch thread: these models are tiny, and on shared cores more threads are much slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def small(variant: str = "rand", seed: int = 0, **kw) -> KimCNN:

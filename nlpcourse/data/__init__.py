@@ -3,6 +3,7 @@ from .batching import Batch, bucket_batches, lm_batches, lm_stream, pad_batch
 from .corpora import (
     Review,
     load_brown,
+    load_brown_documents,
     load_lines,
     load_parallel,
     load_reviews,
@@ -49,6 +50,7 @@ __all__ = [
     "lm_stream",
     "lm_tokens",
     "load_brown",
+    "load_brown_documents",
     "load_lines",
     "load_parallel",
     "load_reviews",

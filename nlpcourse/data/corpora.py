@@ -68,16 +68,17 @@ def load_parallel(name: str = "kjv_en_es") -> list[tuple[str, str]]:
     return pairs
 
 
-def load_brown(name: str = "brown_tagged") -> list[list[tuple[str, str]]]:
-    """Tagged sentences of the Brown corpus as lists of (word, tag)."""
-    sents = []
+def load_brown_documents(name: str = "brown_tagged") -> list[tuple[str, list[tuple[str, str]]]]:
+    """Tagged sentences of the Brown corpus, each with the document it comes from: (file id, [(word, tag)])."""
+    out = []
     for line in _read(name, "brown").splitlines():
         parts = line.split("\t")
         if len(parts) < 3:
             continue
-        sent = []
-        for item in parts[2].split():
-            word, _, tag = item.rpartition("/")
-            sent.append((word, tag))
-        sents.append(sent)
-    return sents
+        out.append((parts[0], [(word, tag) for word, _, tag in (item.rpartition("/") for item in parts[2].split())]))
+    return out
+
+
+def load_brown(name: str = "brown_tagged") -> list[list[tuple[str, str]]]:
+    """Tagged sentences of the Brown corpus as lists of (word, tag)."""
+    return [sent for _, sent in load_brown_documents(name)]
