@@ -394,3 +394,78 @@ def next_token_explorer(model, itos: list[str], prompt: str, level: str = "word"
     box = NextTokenExplorer([text, widgets.HBox([temp, cut]), result])
     box.text, box.temperature, box.top_k, box.result = text, temp, cut, result
     return box
+
+
+def _attention_html(model, split, sentence: str, beam: int, alpha: float) -> str:
+    """The translation of ``sentence`` and its attention weights as a heatmap (HTML: a PNG and a line)."""
+    from matplotlib.figure import Figure
+
+    from .data.translation import tokens
+    from .models.seq2seq import beam_decode, greedy_decode
+
+    words = tokens(sentence)
+    if not words:
+        return "<p>Type an English sentence to translate.</p>"
+    src = torch.tensor([split.src_vocab.encode(words, add_eos=True)])  # (1,S)
+    max_len = 2 * len(words) + 5
+    out = greedy_decode(model, src, max_len) if beam == 1 else beam_decode(model, src, max_len, beam, alpha)
+    ids, weights = out.ids[0], out.attention[0]  # (T,S)
+    shown = split.tgt_vocab.decode(ids)
+    unknown = [w not in split.src_vocab for w in words]
+    fig = Figure(figsize=(0.42 * len(words) + 2.4, 0.3 * len(shown) + 1.6), dpi=80)
+    ax = fig.add_subplot()
+    ax.imshow(weights.numpy(), cmap="Greys", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(words) + 1), [*words, "<eos>"], rotation=60, ha="right", rotation_mode="anchor",
+                  fontsize=9)
+    for label, unk in zip(ax.get_xticklabels(), unknown):
+        if unk:
+            label.set_color("tab:red")  # read as <unk>
+    ax.set_yticks(range(len(shown)), shown, fontsize=9)
+    ax.set_xlabel("source (red: unknown, read as <unk>)")
+    ax.set_title("attention weights: one row per output token", fontsize=10)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    how = "greedy; log P" if beam == 1 else f"beam {beam}, alpha {alpha:g}; log P / length^alpha"
+    return (f'<img src="data:image/png;base64,{png}" alt="attention weights"/>'
+            f"<p>{html.escape(split.decode(ids))} <small>({how} = {out.scores[0]:.2f})</small></p>")
+
+
+def attention_explorer(model, split, sentence: str, beam: int = 1, alpha: float = 1.0):
+    """Translate an English sentence with an attention model (:class:`nlpcourse.models.seq2seq.Seq2Seq`
+    and the :class:`nlpcourse.data.translation.TranslationSplit` whose vocabularies it was trained with)
+    and draw where each output token looked. Type a sentence, pick greedy or beam search; the heatmap has
+    one row per output token and one column per source token. Returns an ``ipywidgets.VBox`` with
+    attributes ``text``, ``decoding`` (the controls) and ``result`` (HTML)."""
+    import ipywidgets as widgets
+
+    if getattr(model, "attn", None) is None:
+        raise ConfigError("attention_explorer: this model has no attention to show (attention='none')")
+    if (model.config.src_vocab, model.config.tgt_vocab) != (len(split.src_vocab), len(split.tgt_vocab)):
+        raise ConfigError(f"attention_explorer: the model's vocabularies ({model.config.src_vocab}, "
+                          f"{model.config.tgt_vocab}) are not the split's ({len(split.src_vocab)}, "
+                          f"{len(split.tgt_vocab)})")
+    if beam < 1:
+        raise ConfigError(f"attention_explorer: beam must be >= 1, got {beam}")
+
+    class AttentionExplorer(widgets.VBox):
+        """A VBox with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return f"AttentionExplorer(sentence={self.text.value!r}, decoding={self.decoding.value!r})"
+
+    text = widgets.Text(value=sentence, description="English", continuous_update=False,
+                        layout=widgets.Layout(width="95%"))
+    choices = [("greedy", 1)] + ([(f"beam {beam}", beam)] if beam > 1 else [("beam 5", 5)])
+    decoding = widgets.ToggleButtons(options=choices, value=beam, description="decoding")
+    result = widgets.HTML(value=_attention_html(model, split, sentence, beam, alpha))
+
+    def redraw(_change=None) -> None:
+        result.value = _attention_html(model, split, text.value, decoding.value, alpha)
+
+    for control in (text, decoding):
+        control.observe(redraw, names="value")
+    box = AttentionExplorer([text, decoding, result])
+    box.text, box.decoding, box.result = text, decoding, result
+    return box

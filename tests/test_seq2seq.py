@@ -335,3 +335,14 @@ def test_benchmark_tiny_writes_every_system_and_checkpoints_that_load(tmp_path):
         ckpt = load_checkpoint(tmp_path / f"seq2seq_{prefix}.pt", build=seq2seq.seq2seq_from_config)
         assert ckpt.model.config.attention == attention
         assert ckpt.extra["tgt_itos"][:4] == ["<pad>", "<unk>", "<bos>", "<eos>"]
+
+
+def test_committed_checkpoints_load_and_match_the_split(split):
+    from nlpcourse.train import load_checkpoint
+    for prefix, attention in (("rnn", "none"), ("attention", "general")):
+        path = ROOT / "data" / "checkpoints" / f"seq2seq_{prefix}.pt"
+        ckpt = load_checkpoint(path, build=seq2seq.seq2seq_from_config)
+        assert ckpt.model.config.attention == attention
+        assert ckpt.extra["src_itos"] == split.src_vocab.itos and ckpt.extra["tgt_itos"] == split.tgt_vocab.itos
+        out = greedy_decode(ckpt.model.float(), pad_batch(split.source_ids("test")[:8]).tokens, 25)
+        assert all(ids and ids[-1] == 3 for ids in out.ids)  # trained: every translation ends
