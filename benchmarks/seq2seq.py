@@ -143,7 +143,8 @@ def run_tagger(opts: argparse.Namespace, say) -> dict:
     if opts.tiny:
         split.train, split.valid, split.test = split.train[:300], split.valid[:100], split.test[:100]
     gold = split.tag_ids(split.test)
-    baseline = tag_accuracy(MostFrequentTag(split).predict(split.test), gold)
+    base_predicted = MostFrequentTag(split).predict(split.test)
+    baseline = tag_accuracy(base_predicted, gold)
     feats = TaggerFeatures.fit(split)
     torch.manual_seed(0)
     model = BiLSTMTagger(TaggerConfig(len(feats.words), len(feats.suffixes), len(split.tags),
@@ -153,7 +154,7 @@ def run_tagger(opts: argparse.Namespace, say) -> dict:
     acc = tag_accuracy(predicted, gold)
     say(f"tagger: accuracy {acc:.4f} vs most frequent tag {baseline:.4f} ({hist.epochs:.1f} epochs)")
     per_tag = per_tag_accuracy(predicted, gold, split.tags)
-    base_tag = per_tag_accuracy(MostFrequentTag(split).predict(split.test), gold, split.tags)
+    base_tag = per_tag_accuracy(base_predicted, gold, split.tags)
     return {"accuracy": round(acc, 4), "baseline_accuracy": round(baseline, 4), "margin": round(acc - baseline, 4),
             "wall_s": round(hist.seconds, 1), "train_cpu_s": round(hist.cpu_seconds, 1),
             "epochs": round(hist.epochs, 2), "test_tokens": sum(len(g) for g in gold),
