@@ -31,6 +31,24 @@ def solution_answers(assignment: str) -> dict[str, str]:
     return out
 
 
+def solved_cells(assignment: str) -> dict[str, str]:
+    """grade_id -> the source of every code cell of the source notebook, the answer cells as solved."""
+    nb = nbformat.read(str(load_assignment(assignment).source), as_version=4)
+    answers = solution_answers(assignment)
+    ids = [(cell.metadata.get("nbgrader", {}).get("grade_id"), cell) for cell in nb.cells if cell.cell_type == "code"]
+    return {gid: answers.get(gid, cell.source) for gid, cell in ids if gid}
+
+
+def run_solved_cells(assignment: str, *grade_ids: str) -> dict:
+    """Execute the solved cells ``grade_ids`` in this order in one fresh namespace (torch imported first),
+    as a kernel would, and return the namespace: for checks of an assignment that need its functions."""
+    cells, namespace = solved_cells(assignment), {}
+    exec("import torch", namespace)
+    for gid in grade_ids:
+        exec(cells[gid], namespace)
+    return namespace
+
+
 def release_notebook(assignment: str) -> nbformat.NotebookNode:
     """The notebook students get (``notebooks/<name>/``), as handed out."""
     return nbformat.read(str(load_assignment(assignment).release), as_version=4)

@@ -5,13 +5,11 @@ released: ``grader.course.PRIVATE_FILES``); the checks every assignment passes a
 tests/test_grading_assignments.py."""
 from __future__ import annotations
 
-import nbformat
 import pytest
 import torch
 
 from grader.course import load_assignment, load_bugs, load_reference
-from grader.notebook import nbgrader_meta
-from grader.submissions import solution_answers
+from grader.submissions import run_solved_cells
 from nlpcourse.checking import Case
 from nlpcourse.models.cnn import window_mask
 
@@ -25,19 +23,8 @@ TRAINER_CELLS = ("conv-solution", "pool-solution", "encoder-solution", "maxnorm-
                  "train-helpers", "train-solution")
 
 
-def _cells() -> dict[str, str]:
-    nb = nbformat.read(str(ASSIGNMENT.source), as_version=4)
-    answers = solution_answers("cnn")
-    return {nbgrader_meta(c)["grade_id"]: answers.get(nbgrader_meta(c)["grade_id"], c.source) for c in nb.cells
-            if c.cell_type == "code"}
-
-
 def _run_cells(*grade_ids: str) -> dict:
-    cells, ns = _cells(), {}
-    exec("import torch", ns)
-    for gid in grade_ids:
-        exec(cells[gid], ns)
-    return ns
+    return run_solved_cells("cnn", *grade_ids)
 
 
 def test_the_bugs_the_issue_names_are_planted():

@@ -5,13 +5,11 @@ reference beside it (never released: ``grader.course.PRIVATE_FILES``); the check
 tests/test_grading_assignments.py."""
 from __future__ import annotations
 
-import nbformat
 import pytest
 import torch
 
 from grader.course import load_assignment, load_bugs, load_reference
-from grader.notebook import nbgrader_meta
-from grader.submissions import solution_answers
+from grader.submissions import run_solved_cells
 from nlpcourse.checking import Case
 
 pytestmark = pytest.mark.grading
@@ -23,19 +21,8 @@ BUGS = load_bugs(ASSIGNMENT)
 TRAINER_CELLS = ("setup", "lstm-solution", "batching-solution", "clip-solution", "train-helpers", "train-solution")
 
 
-def _cells() -> dict[str, str]:
-    nb = nbformat.read(str(ASSIGNMENT.source), as_version=4)
-    answers = solution_answers("rnnlm")
-    return {nbgrader_meta(c)["grade_id"]: answers.get(nbgrader_meta(c)["grade_id"], c.source) for c in nb.cells
-            if c.cell_type == "code"}
-
-
 def _run_cells(*grade_ids: str) -> dict:
-    cells, ns = _cells(), {}
-    exec("import torch", ns)
-    for gid in grade_ids:
-        exec(cells[gid], ns)
-    return ns
+    return run_solved_cells("rnnlm", *grade_ids)
 
 
 def _cases(part: str, seed: int = 0) -> list[Case]:
