@@ -384,8 +384,8 @@ def bptt_cases(g: torch.Generator, device: str) -> list[Case]:
     for name, X, h0, W_xh, W_hh, b_h, tol in _elman_inputs(g):
         H = elman_forward(X, h0, W_xh, W_hh, b_h)
         dH = _randn(g, *H.shape, dtype=X.dtype)
-        if X.dtype == f32:
-            tol = (1e-4, 1e-4)
+        if X.dtype == f32:  # float32 sums over T steps of saturated units: entries near 0 carry errors
+            tol = (1e-4, 1e-3)  # of a few 1e-4 (one exceeded an atol of 1e-4 in a CI run); bugs miss by far more
         cases.append(make_case(name + ", random upstream gradients dH", (X, h0, W_xh, W_hh, b_h, H, dH), device,
                                *(tol or (None, None))))
     X, h0, (W_xh, W_hh, b_h) = _randn(g, 2, 9, 3), _randn(g, 2, 4), _elman_weights(g, 3, 4)
