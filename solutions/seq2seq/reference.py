@@ -583,6 +583,9 @@ def greedy_cases(g: torch.Generator, device: str) -> list[Case]:
             ("B=8 V=10 H=6, max_len 15, <eos> likely early", 8, 10, 6, 15, 2.0)]:
         cases.append(make_case(name, (_eos_toy(g, V, H, eos_bias), _randn(g, B, H, scale=2.0), BOS, EOS, max_len),
                                device))
+    cases.append(make_case("the notebook's worked toy (V=6 H=2), B=3 first states of which one ends at step 2, "
+                           "max_len 6", (worked_toy(), torch.tensor([[1.0, -1.0], [-1.0, 1.0], [0.5, 0.5]], dtype=f64),
+                                         BOS, EOS, 6), device))
     toy = _toy(g, len(translation_data().tgt_vocab.itos), 8, f64, table=_bigram_table().clone())
     cases.append(make_case("real: a Spanish bigram model of the training verses (V=1591) plus a recurrent term, "
                            "B=6 different first states, max_len 20", (toy, _randn(g, 6, 8, scale=3.0), BOS, EOS, 20),
