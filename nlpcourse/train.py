@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import math
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,27 @@ TrainData = Iterable[Any] | Callable[[int], Iterable[Any]]
 LossFn = Callable[[nn.Module, Any], torch.Tensor]
 #: ``evaluate(model)`` -> validation metrics such as ``{"val_loss": ..., "val_acc": ...}``.
 EvaluateFn = Callable[[nn.Module], Mapping[str, float]]
+
+
+class Budget:
+    """Wall and CPU time (the process's, all threads) since it was made; :meth:`spent` once either limit
+    is reached. A CPU budget is one that other work on the machine cannot shrink."""
+
+    def __init__(self, max_seconds: float | None = None, max_cpu_seconds: float | None = None):
+        self.max_seconds, self.max_cpu_seconds = max_seconds, max_cpu_seconds
+        self._start = (time.perf_counter(), time.process_time())
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self._start[0]
+
+    @property
+    def cpu_seconds(self) -> float:
+        return time.process_time() - self._start[1]
+
+    def spent(self) -> bool:
+        return ((self.max_seconds is not None and self.seconds >= self.max_seconds)
+                or (self.max_cpu_seconds is not None and self.cpu_seconds >= self.max_cpu_seconds))
 
 
 def _progress_default(progress: bool | None) -> bool:

@@ -469,3 +469,84 @@ def attention_explorer(model, split, sentence: str, beam: int = 1, alpha: float 
     box = AttentionExplorer([text, decoding, result])
     box.text, box.decoding, box.result = text, decoding, result
     return box
+
+
+#: The Transformer's attentions, as the head explorer names them: (label, key of ``attention_maps``).
+ATTENTION_KINDS = (("cross-attention (decoder over source)", "cross"), ("encoder self-attention", "encoder"),
+                   ("decoder self-attention (causal)", "decoder"))
+
+
+def _heads_html(model, sub, sentence: str, kind: str, layer: int) -> str:
+    """The greedy translation of ``sentence`` and every head's weights in one layer (HTML: a PNG, a line)."""
+    from matplotlib.figure import Figure
+
+    from .models.transformer import attention_maps, greedy_decode
+
+    if not sentence.strip():
+        return "<p>Type an English sentence to translate.</p>"
+    src = torch.tensor([sub.encode(sentence)])  # (1,S)
+    out = greedy_decode(model, src, 2 * src.shape[1] + 10).ids[0]
+    y_in = torch.tensor([[model.config.bos_id, *out[:-1]]])  # (1,T): what the decoder read
+    w = attention_maps(model, src, y_in)[kind][layer][0]  # (H,rows,cols)
+    src_labels = [*sub.pieces(sentence), "<eos>"]
+    tgt_labels = ["<bos>", *(sub.tokenizer.id_to_token(i) for i in out[:-1])]
+    rows, cols = {"cross": (tgt_labels, src_labels), "encoder": (src_labels, src_labels),
+                  "decoder": (tgt_labels, tgt_labels)}[kind]
+    H = w.shape[0]
+    fig = Figure(figsize=(min(3.2 * H, 14), 0.22 * len(rows) + 1.8), dpi=80)
+    for h, ax in enumerate(fig.subplots(1, H, squeeze=False)[0]):
+        ax.imshow(w[h].numpy(), cmap="Greys", vmin=0, vmax=1, aspect="auto")
+        ax.set_title(f"head {h + 1}", fontsize=9)
+        ax.set_xticks(range(len(cols)), cols, rotation=70, ha="right", rotation_mode="anchor", fontsize=7)
+        ax.set_yticks(range(len(rows)), rows if h == 0 else [], fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" alt="attention weights of every head"/>'
+            f"<p>{html.escape(sub.decode(out))} <small>(greedy; each row: where one query looked)</small></p>")
+
+
+def head_explorer(model, sub, sentence: str, kind: str = "cross", layer: int | None = None):
+    """Translate an English sentence with a :class:`nlpcourse.models.transformer.Transformer` (and the
+    :class:`nlpcourse.data.subword.SubwordSplit` it was trained with) and draw the weights of every head
+    of one attention layer: the decoder's attention over the source, the encoder's self-attention or the
+    decoder's causal self-attention. Returns an ``ipywidgets.VBox`` with attributes ``text``, ``kind``,
+    ``layer`` (the controls) and ``result`` (HTML)."""
+    import ipywidgets as widgets
+
+    if model.config.vocab != sub.vocab_size:
+        raise ConfigError(f"head_explorer: the model has {model.config.vocab} pieces, the tokenizer "
+                          f"{sub.vocab_size}")
+    kinds = dict((k, label) for label, k in ATTENTION_KINDS)
+    if kind not in kinds:
+        raise ConfigError(f"head_explorer: kind must be one of {sorted(kinds)}, got {kind!r}")
+    n_layers = {"encoder": model.config.enc_layers}.get(kind, model.config.dec_layers)
+    layer = n_layers - 1 if layer is None else layer
+    if not 0 <= layer < n_layers:
+        raise ConfigError(f"head_explorer: layer must be in 0..{n_layers - 1}, got {layer}")
+
+    class HeadExplorer(widgets.VBox):
+        """A VBox with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return (f"HeadExplorer(sentence={self.text.value!r}, kind={self.kind.value!r}, "
+                    f"layer={self.layer.value})")
+
+    text = widgets.Text(value=sentence, description="English", continuous_update=False,
+                        layout=widgets.Layout(width="95%"))
+    kind_box = widgets.Dropdown(options=list(ATTENTION_KINDS), value=kind, description="attention",
+                                layout=widgets.Layout(width="60%"))
+    layer_box = widgets.IntSlider(value=layer, min=0, max=n_layers - 1, description="layer")
+    result = widgets.HTML(value=_heads_html(model, sub, sentence, kind, layer))
+
+    def redraw(_change=None) -> None:
+        top = model.config.enc_layers if kind_box.value == "encoder" else model.config.dec_layers
+        layer_box.max = top - 1
+        result.value = _heads_html(model, sub, text.value, kind_box.value, min(layer_box.value, top - 1))
+
+    for control in (text, kind_box, layer_box):
+        control.observe(redraw, names="value")
+    box = HeadExplorer([text, widgets.HBox([kind_box, layer_box]), result])
+    box.text, box.kind, box.layer, box.result = text, kind_box, layer_box, result
+    return box

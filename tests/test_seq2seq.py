@@ -6,7 +6,6 @@ Tiny models, one thread, seconds; the CUDA variants are marked ``gpu`` (skipped 
 """
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 import sacrebleu
 import torch
 import torch.nn.functional as F
+from decoding_support import check_batch_decodes_as_one_at_a_time, exhaustive_search
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -182,30 +182,8 @@ def test_teacher_forced_loss_ignores_padding():
 
 
 def test_greedy_decoding_of_a_batch_equals_one_at_a_time():
-    model = tiny()
-    batch = greedy_decode(model, sources(), max_len=6)
-    for b in range(3):
-        one = greedy_decode(model, sources()[b:b + 1, :int((sources()[b] != 0).sum())], max_len=6)
-        assert one.ids[0] == batch.ids[b]
+    for batch, one, b in check_batch_decodes_as_one_at_a_time(greedy_decode, tiny(), sources(), 6):
         torch.testing.assert_close(one.attention[0], batch.attention[b])
-        assert one.scores[0] == pytest.approx(batch.scores[b], abs=1e-5)
-    for ids in batch.ids:  # at most one <eos>, last
-        assert ids.count(3) <= 1 and (3 not in ids or ids[-1] == 3)
-
-
-def _exhaustive(model, src, max_len, alpha):
-    """The best sequence ending in <eos> within max_len tokens, by normalised log-probability, found by
-    scoring every sequence."""
-    best, best_ids = -math.inf, None
-    for n in range(1, max_len + 1):
-        for body in itertools.product([1, *range(4, V)], repeat=n - 1):  # never <pad> nor <bos>
-            ids = list(body) + [3]
-            y = torch.tensor([[2] + ids])
-            lp = torch.log_softmax(model(src, y[:, :-1]), -1)[0]
-            score = float(lp.gather(1, y[0, 1:, None]).sum().detach()) / n ** alpha
-            if score > best:
-                best, best_ids = score, ids
-    return best, best_ids
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
@@ -213,7 +191,7 @@ def _exhaustive(model, src, max_len, alpha):
 def test_beam_search_with_a_wide_beam_is_exhaustive_search(alpha, seed):
     model = tiny(seed=seed)
     src = sources()[:1, :4]
-    score, ids = _exhaustive(model, src, 4, alpha)
+    score, ids = exhaustive_search(lambda y: model(src, y), V, 4, alpha)
     got = beam_decode(model, src, max_len=4, beam=40, alpha=alpha)
     assert got.ids[0] == ids and got.scores[0] == pytest.approx(score, abs=1e-5)
 

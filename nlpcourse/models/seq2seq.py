@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -210,23 +210,26 @@ class Seq2SeqHistory:
         return asdict(self)
 
 
-def _batch(model: Seq2Seq, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], index: list[int]
-           ) -> tuple[torch.Tensor, torch.Tensor]:
+def pair_batch(model: nn.Module, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], index: list[int]
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pairs ``index`` as padded (B,S) source and (B,T+1) target tensors on the model's device (any model
+    whose ``config`` has a ``pad_id``: this one and the Transformer)."""
     device, pad = next(model.parameters()).device, model.config.pad_id
     return (pad_batch([src[i] for i in index], pad).tokens.to(device),
             pad_batch([tgt[i] for i in index], pad).tokens.to(device))
 
 
 @torch.no_grad()
-def corpus_loss(model: Seq2Seq, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]],
-                batch_size: int = 128) -> float:
-    """Teacher-forced cross-entropy per target token over a whole part (nats)."""
+def corpus_loss(model: nn.Module, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]],
+                batch_size: int = 128, loss: Callable = teacher_forced_loss) -> float:
+    """Teacher-forced cross-entropy per target token over a whole part (nats); ``loss(model, src, tgt)`` is
+    the mean over a batch's real target tokens."""
     model.eval()
     total, count = 0.0, 0
     for index in bucket_batches([len(t) for t in tgt], batch_size, shuffle=False):
-        s, t = _batch(model, src, tgt, index)
+        s, t = pair_batch(model, src, tgt, index)
         n = int((t[:, 1:] != model.config.pad_id).sum())
-        total, count = total + float(teacher_forced_loss(model, s, t)) * n, count + n
+        total, count = total + float(loss(model, s, t)) * n, count + n
     return total / count
 
 
@@ -241,7 +244,7 @@ def fit_seq2seq(model: Seq2Seq, train: tuple[Sequence, Sequence], valid: tuple[S
         done, total = 0, 0.0
         model.train()
         for index in batches:
-            total += _train_step(model, opt, *_batch(model, *train, index), cfg.clip)
+            total += _train_step(model, opt, *pair_batch(model, *train, index), cfg.clip)
             done += 1
             if _out_of_budget(cfg, start):
                 break
