@@ -20,7 +20,7 @@ from nlpcourse import (
 from nlpcourse.checking import copy_to
 from nlpcourse.data import Vocab
 from nlpcourse.device import available_devices
-from nlpcourse.train import EarlyStopping, evaluate_epoch, train_epoch
+from nlpcourse.train import Budget, EarlyStopping, evaluate_epoch, train_epoch
 
 
 def toy_problem(n=256, seed=0):
@@ -255,3 +255,11 @@ def test_to_device_moves_and_copy_to_copies():
     copied = copy_to(batch, "cpu")
     c = copied["list"][0]
     assert c is not x and torch.equal(c, x) and not c.requires_grad and c.data_ptr() != x.data_ptr()
+
+
+def test_budget_is_spent_at_either_limit_and_never_without_one():
+    assert not Budget().spent() and not Budget(max_seconds=3600, max_cpu_seconds=3600).spent()
+    assert Budget(max_cpu_seconds=0.0).spent() and Budget(max_seconds=0.0).spent()
+    b = Budget()
+    sum(i * i for i in range(200_000))  # some CPU time
+    assert b.cpu_seconds > 0 and b.seconds > 0

@@ -17,7 +17,6 @@ Shapes: B batch, K context length (n - 1), E embedding dim, Hd hidden units, V v
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import ConfigError, NumericalError
+from ..train import Budget
 from .rnnlm import LMHistory, perplexity_of
 
 
@@ -94,12 +94,7 @@ def fit_ffnn(model: FFNNLM, train: torch.Tensor, valid: torch.Tensor, valid_cont
     ctx, tgt = context_windows(train, model.config.context)  # (N-K,K), (N-K,)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen, hist = torch.Generator().manual_seed(seed), LMHistory()
-    start, cpu_start = time.perf_counter(), time.process_time()
-
-    def out_of_budget() -> bool:
-        return ((max_seconds is not None and time.perf_counter() - start >= max_seconds)
-                or (max_cpu_seconds is not None and time.process_time() - cpu_start >= max_cpu_seconds))
-
+    budget = Budget(max_seconds, max_cpu_seconds)
     for _ in range(epochs):
         model.train()
         order = torch.randperm(len(tgt), generator=gen)
@@ -114,12 +109,12 @@ def fit_ffnn(model: FFNNLM, train: torch.Tensor, valid: torch.Tensor, valid_cont
             hist.tokens += len(rows)
             if not math.isfinite(total):
                 raise NumericalError(f"fit_ffnn: the loss became {loss.item()} at batch {j}")
-            if out_of_budget():
+            if budget.spent():
                 break
         hist.steps.append(hist.tokens)
         hist.train_loss.append(total / (j + 1))
         hist.valid_ppl.append(perplexity_of(ffnn_log_probs(model, valid, valid_context)))
-        if out_of_budget():
+        if budget.spent():
             break
-    hist.seconds, hist.cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
     return hist

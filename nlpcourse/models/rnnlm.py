@@ -17,7 +17,6 @@ at the window's start while the forward pass still sees the whole past.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -27,6 +26,7 @@ from torch import nn
 
 from ..data.batching import lm_batches
 from ..errors import ConfigError, NumericalError
+from ..train import Budget
 
 CELLS = ("elman", "gru", "lstm")
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -224,7 +224,7 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
     """Train ``model`` on the stream ``train`` by truncated BPTT; evaluate on ``valid`` after each epoch and
     halve the learning rate when validation perplexity did not improve."""
     device = next(model.parameters()).device
-    opt, hist, start = _make_optimizer(model, cfg), LMHistory(), (time.perf_counter(), time.process_time())
+    opt, hist, budget = _make_optimizer(model, cfg), LMHistory(), Budget(cfg.max_seconds, cfg.max_cpu_seconds)
     torch.manual_seed(cfg.seed)
     step, since, total = 0, 0, 0.0
     for _ in range(cfg.epochs):
@@ -241,20 +241,17 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
                 since, total = 0, 0.0
                 if on_log is not None:
                     on_log(hist)
-            if _out_of_budget(cfg, step, start):
+            if _out_of_budget(cfg, step, budget):
                 break
         _end_epoch(model, opt, valid, valid_context, cfg, hist)
-        if _out_of_budget(cfg, step, start):
+        if _out_of_budget(cfg, step, budget):
             break
-    hist.seconds = time.perf_counter() - start[0]
-    hist.cpu_seconds = time.process_time() - start[1]
+    hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
     return hist
 
 
-def _out_of_budget(cfg: LMTrainConfig, step: int, start: tuple[float, float]) -> bool:
-    return ((cfg.max_steps is not None and step >= cfg.max_steps)
-            or (cfg.max_seconds is not None and time.perf_counter() - start[0] >= cfg.max_seconds)
-            or (cfg.max_cpu_seconds is not None and time.process_time() - start[1] >= cfg.max_cpu_seconds))
+def _out_of_budget(cfg: LMTrainConfig, step: int, budget: Budget) -> bool:
+    return (cfg.max_steps is not None and step >= cfg.max_steps) or budget.spent()
 
 
 def _end_epoch(model: RNNLM, opt: torch.optim.Optimizer, valid: torch.Tensor, context: torch.Tensor | None,

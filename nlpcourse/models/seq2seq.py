@@ -25,7 +25,6 @@ training runs the decoder GRU over all T steps in one call (cuDNN on CUDA) and a
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -36,6 +35,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..data.batching import bucket_batches, pad_batch
 from ..errors import ConfigError, NumericalError
+from ..train import Budget
 
 SCORES = ("none", "dot", "general", "additive")
 
@@ -237,7 +237,7 @@ def fit_seq2seq(model: Seq2Seq, train: tuple[Sequence, Sequence], valid: tuple[S
                 cfg: Seq2SeqTrainConfig) -> Seq2SeqHistory:
     """Train on ``train`` = (source ids, target ids) until ``cfg.epochs`` or a budget; validate each epoch."""
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    hist, start = Seq2SeqHistory(), (time.perf_counter(), time.process_time())
+    hist, budget = Seq2SeqHistory(), Budget(cfg.max_seconds, cfg.max_cpu_seconds)
     torch.manual_seed(cfg.seed)
     for epoch in range(cfg.epochs):
         batches = bucket_batches([len(t) for t in train[1]], cfg.batch_size, seed=cfg.seed + epoch)
@@ -246,14 +246,14 @@ def fit_seq2seq(model: Seq2Seq, train: tuple[Sequence, Sequence], valid: tuple[S
         for index in batches:
             total += _train_step(model, opt, *pair_batch(model, *train, index), cfg.clip)
             done += 1
-            if _out_of_budget(cfg, start):
+            if budget.spent():
                 break
         hist.train_loss.append(total / done)
         hist.epochs += done / len(batches)
         _end_epoch(model, opt, valid, hist)
-        if _out_of_budget(cfg, start):
+        if budget.spent():
             break
-    hist.seconds, hist.cpu_seconds = time.perf_counter() - start[0], time.process_time() - start[1]
+    hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
     return hist
 
 
@@ -267,11 +267,6 @@ def _train_step(model: Seq2Seq, opt: torch.optim.Optimizer, src: torch.Tensor, t
     nn.utils.clip_grad_norm_(model.parameters(), clip)
     opt.step()
     return loss.item()
-
-
-def _out_of_budget(cfg: Seq2SeqTrainConfig, start: tuple[float, float]) -> bool:
-    return ((cfg.max_seconds is not None and time.perf_counter() - start[0] >= cfg.max_seconds)
-            or (cfg.max_cpu_seconds is not None and time.process_time() - start[1] >= cfg.max_cpu_seconds))
 
 
 def _end_epoch(model: Seq2Seq, opt: torch.optim.Optimizer, valid: tuple[Sequence, Sequence],

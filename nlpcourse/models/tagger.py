@@ -12,7 +12,6 @@ Shapes: B batch, T tokens, E word embedding dim, F suffix embedding dim, H units
 """
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from ..data.batching import bucket_batches, pad_batch
 from ..data.tagging import Sentence, TaggingSplit
 from ..data.vocab import Vocab
 from ..errors import ConfigError
+from ..train import Budget
 
 IGNORE = -100  # target of padding (and of tags unseen in training, during training)
 
@@ -125,7 +125,7 @@ def fit_tagger(model: BiLSTMTagger, feats: TaggerFeatures, split: TaggingSplit, 
     """Adam on per-token cross-entropy; validation accuracy after each epoch."""
     device = next(model.parameters()).device
     opt, hist = torch.optim.Adam(model.parameters(), lr=lr), TaggerHistory()
-    start, tags = (time.perf_counter(), time.process_time()), split.tag_ids(split.train)
+    budget, tags = Budget(max_cpu_seconds=max_cpu_seconds), split.tag_ids(split.train)
     torch.manual_seed(seed)
     n_batches = -(-len(split.train) // batch_size)
     for epoch in range(epochs):
@@ -138,14 +138,14 @@ def fit_tagger(model: BiLSTMTagger, feats: TaggerFeatures, split: TaggingSplit, 
             loss.backward()
             opt.step()
             total, done = total + loss.item(), done + 1
-            if max_cpu_seconds is not None and time.process_time() - start[1] >= max_cpu_seconds:
+            if budget.spent():
                 break
         hist.train_loss.append(total / done)
         hist.epochs += done / n_batches
         hist.valid_accuracy.append(tag_accuracy(predict_tags(model, feats, split.valid), split.tag_ids(split.valid)))
-        if max_cpu_seconds is not None and time.process_time() - start[1] >= max_cpu_seconds:
+        if budget.spent():
             break
-    hist.seconds, hist.cpu_seconds = time.perf_counter() - start[0], time.process_time() - start[1]
+    hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
     return hist
 
 
