@@ -72,3 +72,14 @@ def tuple_check(names: Sequence[str]) -> Check:
         return Verdict(True)
 
     return check
+
+
+def tensor_problem(name: str, t: Any, shape: tuple[int, ...], diverged: str = "training diverged") -> str:
+    """What is wrong with a trained tensor for judging it: not a float tensor of ``shape``, or not finite
+    (``diverged`` says why it may not be); "" when nothing is."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or tuple(t.shape) != tuple(shape):
+        got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+        return f"{name}: expected a float tensor of shape {tuple(shape)}, got {got}"
+    if not torch.isfinite(t).all():
+        return f"{name}: some values are nan or inf ({diverged})"
+    return ""

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from grader.notebook import CODE_STUB, forbidden_uses, merge
+from grader.spec import tensor_problem
 from grader.worker import _load_recording
 from grader.worker import main as worker_main
 
@@ -36,6 +37,16 @@ def _recording(folder: Path, values) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(values, folder / "part.pt")
     return folder / "part.pt"
+
+
+def test_tensor_problem_names_the_tensor_and_what_is_wrong():
+    assert tensor_problem("W", torch.zeros(2, 3), (2, 3)) == ""
+    assert "W: expected a float tensor of shape (2, 3), got (3, 2)" == tensor_problem("W", torch.zeros(3, 2), (2, 3))
+    assert "got list" in tensor_problem("W", [[0.0] * 3] * 2, (2, 3))
+    assert "got (2, 3)" in tensor_problem("W", torch.zeros(2, 3, dtype=torch.long), (2, 3)), "ids are not weights"
+    bad = torch.zeros(2, 3)
+    bad[1, 2] = float("inf")
+    assert tensor_problem("W", bad, (2, 3), "check the rate") == "W: some values are nan or inf (check the rate)"
 
 
 def test_recording_is_read_when_it_is_a_plain_file(tmp_path):

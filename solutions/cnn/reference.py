@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.spec import Part, make_case, tuple_check
+from grader.spec import Part, make_case, tensor_problem, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, value_and_grads
 from nlpcourse.data import load_reviews, review_split, word_tokenize
 from nlpcourse.vectors import WordVectors
@@ -195,11 +195,11 @@ def _shape_problem(params, V, dim, maps, widths) -> str:
         return "expected a dict with the keys 'E', 'filters', 'W_out' and 'b_out'"
     F_ = maps * len(widths)
     expected = {"E": (V, dim), "W_out": (2, F_), "b_out": (2,)}
-    for key, shape in expected.items():
-        t = params[key]
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or tuple(t.shape) != shape:
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            return f"{key}: expected a float tensor of shape {shape}, got {got}"
+    problems = (tensor_problem(k, params[k], shape, "training diverged: check the rate and the loss")
+                for k, shape in expected.items())
+    problem = next((p for p in problems if p), "")
+    if problem:
+        return problem
     filters = params["filters"]
     if not isinstance(filters, (list, tuple)) or len(filters) != len(widths):
         return f"filters: expected a list of {len(widths)} pairs (W, b), one per width {tuple(widths)}"

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import _VF
 
-from grader.spec import Part, make_case, tuple_check
+from grader.spec import Part, make_case, tensor_problem, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, compare_samples, value_and_grads
 from nlpcourse.data.lm_corpus import lm_corpus
 
@@ -247,14 +247,9 @@ def _shape_problem(params, V, dim, hidden) -> str:
         return f"expected a dict with the keys {', '.join(repr(k) for k in PARAM_NAMES)}"
     expected = {"E": (V, dim), "W_ih": (4 * hidden, dim), "W_hh": (4 * hidden, hidden), "b_ih": (4 * hidden,),
                 "b_hh": (4 * hidden,), "W_out": (V, hidden), "b_out": (V,)}
-    for key, shape in expected.items():
-        t = params[key]
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or tuple(t.shape) != shape:
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            return f"{key}: expected a float tensor of shape {shape}, got {got}"
-        if not torch.isfinite(t).all():
-            return f"{key}: some values are nan or inf (training diverged: check the clipping and the rate)"
-    return ""
+    problems = (tensor_problem(key, params[key], shape, "training diverged: check the clipping and the rate")
+                for key, shape in expected.items())
+    return next((p for p in problems if p), "")
 
 
 def _check_training(expected, got, case, device):

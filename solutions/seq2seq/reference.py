@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.spec import Part, make_case, tuple_check
+from grader.spec import Part, make_case, tensor_problem, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, value_and_grads
 from nlpcourse.data.batching import pad_batch
 from nlpcourse.data.translation import detokenize, mt_scores, translation_split
@@ -276,14 +276,8 @@ def _shape_problem(params, dim, hidden) -> str:
              "h": hidden // 2, "3h": 3 * (hidden // 2), "3H": 3 * hidden, "2H": 2 * hidden}
     if not isinstance(params, dict) or not set(PARAM_SHAPES) <= set(params):
         return "expected the dict of init_params with the same keys: " + ", ".join(PARAM_SHAPES)
-    for key, dims in PARAM_SHAPES.items():
-        t, shape = params[key], tuple(sizes[d] for d in dims)
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or tuple(t.shape) != shape:
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            return f"{key}: expected a float tensor of shape {shape}, got {got}"
-        if not torch.isfinite(t).all():
-            return f"{key}: some values are nan or inf (training diverged)"
-    return ""
+    problems = (tensor_problem(key, params[key], tuple(sizes[d] for d in dims)) for key, dims in PARAM_SHAPES.items())
+    return next((p for p in problems if p), "")
 
 
 @torch.no_grad()
