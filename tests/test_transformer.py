@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from causal_support import redrawn
 from decoding_support import check_batch_decodes_as_one_at_a_time, exhaustive_search
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -125,10 +126,7 @@ def test_learned_positions_are_parameters_and_too_long_is_refused():
 @given(cut=st.integers(1, 5), seed=st.integers(0, 10_000), norm_first=st.booleans())
 def test_changing_future_tokens_never_changes_earlier_outputs(cut, seed, norm_first):
     model = tiny(norm_first=norm_first)
-    g = torch.Generator().manual_seed(seed)
-    y = torch.randint(4, V, (3, 6), generator=g)
-    changed = y.clone()
-    changed[:, cut:] = torch.randint(4, V, (3, 6 - cut), generator=g)
+    y, changed = redrawn((3, 6), 4, V, cut, seed)
     with torch.no_grad():
         a, b = model(sources(), y), model(sources(), changed)
     torch.testing.assert_close(a[:, :cut], b[:, :cut], atol=1e-5, rtol=1e-5)

@@ -88,10 +88,15 @@ def subword_split(split: TranslationSplit, vocab_size: int = 4000, min_frequency
 
 def load_subword_split(split: TranslationSplit, tokenizer_json: str) -> SubwordSplit:
     """A :class:`SubwordSplit` with a tokenizer saved by :meth:`SubwordSplit.to_json` (in a checkpoint)."""
+    return SubwordSplit(split, read_tokenizer(tokenizer_json, SPECIALS, "load_subword_split"))
+
+
+def read_tokenizer(text: str, specials: Sequence[str], who: str) -> Tokenizer:
+    """A Hugging Face tokenizer saved as JSON whose first ids are ``specials``; a clear error otherwise."""
     try:
-        tok = Tokenizer.from_str(tokenizer_json)
+        tok = Tokenizer.from_str(text)
     except Exception as exc:  # tokenizers raises its own exception type for a malformed file
-        raise FormatError(f"load_subword_split: not a saved tokenizer: {exc}") from exc
-    if [tok.id_to_token(i) for i in range(len(SPECIALS))] != list(SPECIALS):
-        raise FormatError(f"load_subword_split: the tokenizer's first ids are not {SPECIALS}")
-    return SubwordSplit(split, tok)
+        raise FormatError(f"{who}: not a saved tokenizer: {exc}") from exc
+    if [tok.id_to_token(i) for i in range(len(specials))] != list(specials):
+        raise FormatError(f"{who}: the tokenizer's first ids are not {tuple(specials)}")
+    return tok

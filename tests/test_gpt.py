@@ -1,0 +1,70 @@
+"""``nlpcourse.models.gpt``: the causal LM never reads the future, learns, and samples reproducibly."""
+from __future__ import annotations
+
+import pytest
+import torch
+from causal_support import redrawn
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nlpcourse.errors import ConfigError, ShapeError
+from nlpcourse.models.gpt import GPT, GPTConfig, gpt_loss, sample
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def tiny(seed: int = 0, device: str = "cpu", **kw) -> GPT:
+    torch.manual_seed(seed)
+    cfg = dict(vocab=10, d_model=16, heads=2, layers=2, d_ff=32, max_len=12, dropout=0.0) | kw
+    return GPT(GPTConfig(**cfg)).to(device).eval()
+
+
+@settings(max_examples=20, deadline=None)
+@given(cut=st.integers(1, 7), seed=st.integers(0, 100))
+def test_changing_later_tokens_never_changes_earlier_logits(cut, seed):
+    model = tiny(seed)
+    ids, other = redrawn((2, 8), 1, 10, cut, seed)
+    with torch.no_grad():
+        a, b = model(ids), model(other)
+    assert torch.allclose(a[:, :cut], b[:, :cut], atol=1e-5)
+
+
+def test_gpt_learns_a_sequence_and_samples_it_back():
+    model = tiny().train()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3]] * 8)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        loss = gpt_loss(model, ids)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 0.05
+    out = sample(model.eval(), torch.tensor([[1, 2]]), 8, torch.Generator().manual_seed(0), temperature=0.5)
+    assert out.tolist() == [[1, 2, 3, 4, 5, 6, 7, 8, 9, 1]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sampling_is_reproducible_and_top_k_keeps_to_the_k_best(device):
+    model = tiny(device=device)
+    prompt = torch.tensor([[1, 2], [3, 4]], device=device)
+    a = sample(model, prompt, 5, torch.Generator().manual_seed(1), top_k=3)
+    b = sample(model, prompt, 5, torch.Generator().manual_seed(1), top_k=3)
+    assert torch.equal(a, b) and a.shape == (2, 7) and torch.equal(a[:, :2], prompt)
+    greedy = sample(model, prompt, 5, torch.Generator().manual_seed(2), top_k=1)
+    with torch.no_grad():
+        ids = prompt
+        for _ in range(5):
+            ids = torch.cat([ids, model(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(greedy, ids), "top_k=1 is greedy decoding"
+    long = sample(model, prompt, 15, torch.Generator().manual_seed(3))
+    assert long.shape == (2, 17), "the context is cut to max_len, the output is not"
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ConfigError):
+        GPTConfig(vocab=10, d_model=10, heads=3)
+    with pytest.raises(ConfigError):
+        sample(tiny(), torch.tensor([[1]]), 2, torch.Generator(), temperature=0.0)
+    with pytest.raises(ShapeError, match="max_len"):
+        tiny()(torch.ones(1, 13, dtype=torch.long))
