@@ -49,13 +49,15 @@ class Bug:
 
     The solution with this one bug must lose points in exactly the test cells in ``loses`` (the cells
     whose parts call the buggy function, directly or through a later part) and keep full marks in
-    every other test cell."""
+    every other test cell, except those in ``may_lose``: cells where the outcome was measured to depend on
+    the grader's seed (a trained model that survives the bug on most seeds, say), documented beside the bug."""
 
     name: str  # what the mistake is, as a student would make it
     cell: str  # grade_id of the answer cell to edit
     old: str  # exact substring of that cell's solution source, occurring once
     new: str  # what replaces it
     loses: set[str]  # grade_ids of the test cells that must lose points; all others keep full marks
+    may_lose: frozenset[str] = frozenset()  # test cells that may lose points or not, by the grader's seed
 
 
 def tuple_check(names: Sequence[str]) -> Check:

@@ -7,13 +7,15 @@ keep full marks in every other. ``multi_head_attention`` calls the student's ``a
 and ``train_language_model`` trains with all of them: whether a bug upstream of the trainer spoils the trained
 model is measured, not guessed (TRAINING_WITH_BUGS: the grader's test loss for seeds 0, 1 and 2, threshold
 6.3; the solution gets 5.38 to 5.58 over seeds 1-20, a unigram model 6.49). The threshold sits in the gap
-between the models that learnt the verses with some flaw (up to 6.07) and those that learnt to read the future
-(6.69 and more).
+between most models that learnt the verses with some flaw (up to 6.07 on those seeds) and those that learnt
+to read the future (6.69 and more).
 
 The grader scores the trained weights with PyTorch's encoder layer, the right causal mask and the right
-positions, so a bug the student's own model adapts to while training (the output projection read transposed)
-still fails: the weights are read in PyTorch's layout. The grading test suite (tests/test_grading_assignments.py)
-plants each one; private.
+positions, in PyTorch's layout. A model trained with the output projection read transposed, or with the
+layer norm over the batch, is scored as a different function from the one it learnt, and how much that
+costs depends on the seed (15 seeds each: 5.60 to 6.33, and 5.84 to 6.17): the train cell may lose points
+under those two bugs or not (``may_lose``); every other cell's outcome holds on every seed. The grading
+test suite (tests/test_grading_assignments.py) plants each one; private.
 """
 from __future__ import annotations
 
@@ -29,11 +31,12 @@ TRAINING_WITH_BUGS = {
     "attention: the mask applied after the softmax": (6.692, 6.747, 6.694),  # fails: the later keys' scores
     # reach every position through the softmax's sum, and the model learns to read them
     "multi_head_attention: heads split on the wrong axis": (5.673, 5.633, 5.649),  # passes
-    "multi_head_attention: the output projection not transposed": (5.650, 5.873, 5.956),  # passes
+    "multi_head_attention: the output projection not transposed": (5.650, 5.873, 5.956),  # passes mostly: 5.60
+    # to 6.33 over seeds 1-15 (one above the threshold), so the train cell may lose points
     "sinusoidal_encoding: the cosine's frequency from its own column index": (5.398, 5.543, 5.429),  # passes
     "causal_mask: a position cannot see itself": (float("nan"),) * 3,  # fails: position 0 attends nothing
     "causal_mask: off by one, the next position visible": (8.957, 8.940, 9.031),  # fails: it copies the answer
-    "layer_norm: over the batch": (6.065, 5.990, 6.056),  # passes
+    "layer_norm: over the batch": (6.065, 5.990, 6.056),  # passes mostly: 5.84 to 6.17 over seeds 1-15
     "encoder_block: post-LN": (5.513, 5.669, 5.666),  # passes
     "smoothed_cross_entropy: the smoothing mass given to padding": (5.386, 5.536, 5.434),  # passes
     "lm_forward: no causal mask": (8.779, 8.431, 8.912),  # fails
@@ -53,7 +56,7 @@ BUGS: list[Bug] = [
         "return x.reshape(x.shape[0], heads, x.shape[1], D // heads)", {MHA, BLOCK, ENCODE}),
     Bug("multi_head_attention: the output projection not transposed (out @ W_out)",
         "mha-solution", 'out @ params["W_out"].T + params["b_out"]', 'out @ params["W_out"] + params["b_out"]',
-        {MHA, BLOCK, ENCODE}),
+        {MHA, BLOCK, ENCODE}, may_lose=frozenset({TRAIN})),
     Bug("sinusoidal_encoding: the cosine's frequency from its own column index (10000^((2i+1)/D), not 10000^(2i/D))",
         "positions-solution", "pe[:, 1::2] = torch.cos(p * rates)",
         "pe[:, 1::2] = torch.cos(p * 10000.0 ** (-torch.arange(1, D, 2, dtype=torch.float64) / D))",
@@ -66,7 +69,7 @@ BUGS: list[Bug] = [
         "block-solution",
         "mu = x.mean(dim=-1, keepdim=True)  # (..., 1)\n    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)",
         "mu = x.mean(dim=0, keepdim=True)\n    var = ((x - mu) ** 2).mean(dim=0, keepdim=True)",
-        {BLOCK, ENCODE}),
+        {BLOCK, ENCODE}, may_lose=frozenset({TRAIN})),
     Bug("encoder_block: post-LN (normalised after each residual sum) instead of pre-LN",
         "block-solution",
         'h = layer_norm(x, params["ln1_g"], params["ln1_b"])\n'
