@@ -62,8 +62,8 @@ test: setup sysdeps book
 	$(PY) scripts/executed_chapters.py --out _build/executed
 	$(PY) -m pytest _build/executed/book \
 	  --nbval --nbval-current-env --nbval-cell-timeout=900 --nbval-sanitize-with tests/nbval_sanitize.cfg
-	$(PY) -m pytest -n 2 --dist loadfile -m "not grading" tests solutions
-	$(PY) -m pytest -n 2 --dist loadfile -m grading tests solutions
+	$(PY) -m pytest -n 2 --dist loadfile -m "not grading" tests solutions --durations=15
+	$(PY) -m pytest -n 2 --dist loadfile -m grading tests solutions --durations=15
 
 clean:
 	rm -rf _build .pytest_cache book/_vendor

@@ -8,7 +8,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,23 @@ class Budget:
     def spent(self) -> bool:
         return ((self.max_seconds is not None and self.seconds >= self.max_seconds)
                 or (self.max_cpu_seconds is not None and self.cpu_seconds >= self.max_cpu_seconds))
+
+
+@torch.no_grad()
+def mean_sequence_loss(loss_fn: Callable[[torch.Tensor], torch.Tensor], seqs: Sequence[Sequence[int]],
+                       batch_size: int = 256, pad_id: int = 0) -> float:
+    """A language model's mean loss over ``seqs``: ``loss_fn(ids)`` (the mean over one padded (B,T) batch)
+    weighted by the batch's predicted positions, those of ``ids[:, 1:]`` that are not padding."""
+    from .data.batching import pad_batch
+
+    total = count = 0.0
+    for k in range(0, len(seqs), batch_size):
+        ids = pad_batch(seqs[k:k + batch_size], pad_id).tokens
+        n = int((ids[:, 1:] != pad_id).sum())
+        total, count = total + float(loss_fn(ids)) * n, count + n
+    if not count:
+        raise DataError("mean_sequence_loss: no position to predict")
+    return total / count
 
 
 def _progress_default(progress: bool | None) -> bool:

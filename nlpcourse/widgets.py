@@ -476,9 +476,26 @@ ATTENTION_KINDS = (("cross-attention (decoder over source)", "cross"), ("encoder
                    ("decoder self-attention (causal)", "decoder"))
 
 
+def _heads_img(w: torch.Tensor, rows: list[str], cols: list[str], title: str) -> str:
+    """An <img> of every head's weights ``w`` (H,rows,cols) side by side; ``title`` formats the head number."""
+    from matplotlib.figure import Figure
+
+    H = w.shape[0]
+    fig = Figure(figsize=(min(3.2 * H, 14), 0.22 * len(rows) + 1.8), dpi=80)
+    for h, ax in enumerate(fig.subplots(1, H, squeeze=False)[0]):
+        ax.imshow(w[h].numpy(), cmap="Greys", vmin=0, vmax=1, aspect="auto")
+        ax.set_title(title.format(h + 1), fontsize=9)
+        ax.set_xticks(range(len(cols)), cols, rotation=70, ha="right", rotation_mode="anchor", fontsize=7)
+        ax.set_yticks(range(len(rows)), rows if h == 0 else [], fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{png}" alt="attention weights of every head"/>'
+
+
 def _heads_html(model, sub, sentence: str, kind: str, layer: int) -> str:
     """The greedy translation of ``sentence`` and every head's weights in one layer (HTML: a PNG, a line)."""
-    from matplotlib.figure import Figure
 
     from .models.transformer import attention_maps, greedy_decode
 
@@ -492,19 +509,8 @@ def _heads_html(model, sub, sentence: str, kind: str, layer: int) -> str:
     tgt_labels = ["<bos>", *(sub.tokenizer.id_to_token(i) for i in out[:-1])]
     rows, cols = {"cross": (tgt_labels, src_labels), "encoder": (src_labels, src_labels),
                   "decoder": (tgt_labels, tgt_labels)}[kind]
-    H = w.shape[0]
-    fig = Figure(figsize=(min(3.2 * H, 14), 0.22 * len(rows) + 1.8), dpi=80)
-    for h, ax in enumerate(fig.subplots(1, H, squeeze=False)[0]):
-        ax.imshow(w[h].numpy(), cmap="Greys", vmin=0, vmax=1, aspect="auto")
-        ax.set_title(f"head {h + 1}", fontsize=9)
-        ax.set_xticks(range(len(cols)), cols, rotation=70, ha="right", rotation_mode="anchor", fontsize=7)
-        ax.set_yticks(range(len(rows)), rows if h == 0 else [], fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    png = base64.b64encode(buf.getvalue()).decode("ascii")
-    return (f'<img src="data:image/png;base64,{png}" alt="attention weights of every head"/>'
-            f"<p>{html.escape(sub.decode(out))} <small>(greedy; each row: where one query looked)</small></p>")
+    return (_heads_img(w, rows, cols, "head {}")
+            + f"<p>{html.escape(sub.decode(out))} <small>(greedy; each row: where one query looked)</small></p>")
 
 
 def head_explorer(model, sub, sentence: str, kind: str = "cross", layer: int | None = None):
@@ -549,4 +555,58 @@ def head_explorer(model, sub, sentence: str, kind: str = "cross", layer: int | N
         control.observe(redraw, names="value")
     box = HeadExplorer([text, widgets.HBox([kind_box, layer_box]), result])
     box.text, box.kind, box.layer, box.result = text, kind_box, layer_box, result
+    return box
+
+
+def _bert_html(model, wp, sentence: str, layer: int) -> str:
+    """Every head's weights in one layer of a BERT over ``sentence``, and its guesses at each [MASK]."""
+
+    from .models.bert import attention_maps, fill_masks
+
+    if not sentence.strip():
+        return "<p>Type a sentence; write [MASK] where BERT should guess a piece.</p>"
+    ids = torch.tensor(wp.pair(sentence, max_len=model.config.max_len).ids)  # (T,)
+    w = attention_maps(model, ids[None])[layer][0]  # (H,T,T)
+    labels = ["[CLS]", *wp.pieces(sentence)][:len(ids) - 1] + ["[SEP]"]
+    guesses = "".join(
+        f"<li>position {t}: " + ", ".join(f"{html.escape(wp.tokenizer.id_to_token(i))} {p:.2f}"
+                                          for i, p in zip(top, probs)) + "</li>"
+        for t, top, probs in fill_masks(model, ids))
+    return (_heads_img(w, labels, labels, f"layer {layer + 1}, head {{}}")
+            + (f"<p>Guesses at each [MASK]:</p><ul>{guesses}</ul>" if guesses else
+               "<p><small>(no [MASK] in the sentence: write one to see BERT's guesses)</small></p>"))
+
+
+def bert_explorer(model, wp, sentence: str, layer: int | None = None):
+    """Draw every head of one layer of a :class:`nlpcourse.models.bert.Bert` over ``sentence`` (in the
+    :class:`nlpcourse.data.wordpiece.WordPieces` it was trained with), and its likeliest pieces at each
+    [MASK]. Returns an ``ipywidgets.VBox`` with attributes ``text``, ``layer`` (the controls) and
+    ``result`` (HTML)."""
+    import ipywidgets as widgets
+
+    if model.config.vocab != wp.vocab_size:
+        raise ConfigError(f"bert_explorer: the model has {model.config.vocab} pieces, the tokenizer "
+                          f"{wp.vocab_size}")
+    layer = model.config.layers - 1 if layer is None else layer
+    if not 0 <= layer < model.config.layers:
+        raise ConfigError(f"bert_explorer: layer must be in 0..{model.config.layers - 1}, got {layer}")
+
+    class BertExplorer(widgets.VBox):
+        """A VBox with a short, stable text form."""
+
+        def __repr__(self) -> str:
+            return f"BertExplorer(sentence={self.text.value!r}, layer={self.layer.value})"
+
+    text = widgets.Text(value=sentence, description="sentence", continuous_update=False,
+                        layout=widgets.Layout(width="95%"))
+    layer_box = widgets.IntSlider(value=layer, min=0, max=model.config.layers - 1, description="layer")
+    result = widgets.HTML(value=_bert_html(model, wp, sentence, layer))
+
+    def redraw(_change=None) -> None:
+        result.value = _bert_html(model, wp, text.value, layer_box.value)
+
+    for control in (text, layer_box):
+        control.observe(redraw, names="value")
+    box = BertExplorer([text, layer_box, result])
+    box.text, box.layer, box.result = text, layer_box, result
     return box

@@ -250,6 +250,10 @@ def test_a_stopped_run_resumed_ends_where_a_straight_run_does(tmp_path, vocab_fi
     ours, theirs = load_checkpoint(a, build=bert_from_config), load_checkpoint(b, build=bert_from_config)
     assert all(torch.equal(ours.state_dict[k], theirs.state_dict[k]) for k in ours.state_dict)
     assert ours.extra["losses"] == straight and WordPieces.from_json(ours.extra["tokenizer"]).vocab_size == 600
+    stopped = load_checkpoint(tmp_path / "stopped.pt")
+    assert theirs.extra["seconds"] > stopped.extra["seconds"] > 0  # the time of both parts, not the last one's
+    log = [json.loads(line) for line in (tmp_path / "straight.jsonl").read_text().splitlines()]
+    assert all(r["pieces"] > 16 for r in log), "pieces per step: more than one per snippet"
 
 
 def test_pretraining_refuses_bad_settings_with_a_message(tmp_path):

@@ -2,6 +2,11 @@
 padding changes nothing, the scalar mix is a softmax-weighted, scaled sum, and the biLM learns."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from causal_support import redrawn
@@ -9,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlpcourse.errors import ConfigError, ShapeError
-from nlpcourse.models.elmo import BiLM, BiLMConfig, ScalarMix
+from nlpcourse.models.elmo import BiLM, BiLMConfig, ScalarMix, bilm_from_config
+from nlpcourse.train import load_checkpoint
 
+ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 H = 6
 
@@ -77,3 +84,14 @@ def test_bilm_learns_a_repeating_pattern_both_ways():
     assert float(model.loss(ids).detach()) < 0.2 < first
     with pytest.raises(ConfigError):
         BiLMConfig(vocab=4)
+
+
+def test_training_script_writes_a_checkpoint_that_loads(tmp_path):
+    """``scripts/train_elmo.py --tiny``: a biLM of seconds on Brown, saved with its vocabulary, loaded back."""
+    out = tmp_path / "elmo.pt"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_elmo.py"), "--tiny", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=os.environ | {"NLPCOURSE_PROGRESS": "0"})
+    assert proc.returncode == 0 and "nats per word" in proc.stdout, proc.stderr[-2000:]
+    ck = load_checkpoint(out, build=bilm_from_config)
+    assert ck.model.config.vocab == len(ck.vocab) == 204  # 200 words and the 4 specials
+    assert 0 < ck.extra["val_loss"] < 6 and ck.extra["seconds"] > 0

@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nlpcourse.errors import ConfigError
-from nlpcourse.finetune import discriminative_groups, slanted_triangular, unfreeze_top
+from nlpcourse.finetune import (
+    FineTuneConfig,
+    accuracy,
+    discriminative_groups,
+    fine_tune_classifier,
+    slanted_triangular,
+    unfreeze_top,
+)
 from nlpcourse.models.bert import BertClassifier, BertConfig, build_bert
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -70,27 +77,30 @@ def test_gradual_unfreezing_trains_the_top_groups_only():
         unfreeze_top(groups, 0)
 
 
-def test_classifier_fine_tuned_with_the_tools_learns_a_toy_task():
+def toy_task(n: int, seed: int) -> tuple[list[list[int]], torch.Tensor]:
     """Label 1 when piece 7 occurs: the [CLS] position must gather it through attention."""
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(8, 20, (256, 8), generator=g)
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(8, 20, (n, 8), generator=g)
     ids[:, 0] = 2
-    labels = torch.randint(0, 2, (256,), generator=g)
+    labels = torch.randint(0, 2, (n,), generator=g)
     ids[labels == 1, torch.randint(1, 8, (int(labels.sum()),), generator=g)] = 7
-    model = classifier().train()
-    groups = model.layer_groups()
-    opt = torch.optim.AdamW(discriminative_groups(groups, lr=1e-2))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, slanted_triangular(200))
-    for step in range(200):
-        unfreeze_top(groups, min(len(groups), 1 + step // 20))  # one more group every 20 steps
-        batch = torch.randint(0, 256, (32,), generator=g)
-        loss = torch.nn.functional.cross_entropy(model(ids[batch]), labels[batch])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-    with torch.no_grad():
-        accuracy = float((model.eval()(ids).argmax(-1) == labels).float().mean())
-    assert accuracy > 0.9, accuracy
+    return ids.tolist(), labels
+
+
+def test_classifier_fine_tuned_ulmfits_way_learns_a_toy_task_and_keeps_its_best_epoch():
+    model = classifier()
+    config = FineTuneConfig(epochs=12, batch=32, lr=1e-2, decay=2.6, unfreeze_every=20, seed=0)
+    result = fine_tune_classifier(model, toy_task(512, 0), toy_task(256, 1), config)
+    assert len(result.valid) == 12 and result.valid[result.best_epoch] == max(result.valid)
+    assert accuracy(model, *toy_task(256, 1)) == max(result.valid) > 0.9, result.valid
+    assert all(p.requires_grad for g in model.layer_groups() for p in g)  # every group thawed at the end
     with pytest.raises(ConfigError):
         BertClassifier(model.bert, classes=1)
+    with pytest.raises(ConfigError):
+        accuracy(model, [[2, 8]], torch.tensor([0, 1]))
+
+
+def test_fine_tuning_is_reproducible():
+    runs = [fine_tune_classifier(m, toy_task(128, 0), toy_task(64, 1), FineTuneConfig(epochs=2, lr=1e-2, seed=3))
+            for m in (classifier(), classifier())]
+    assert runs[0].valid == runs[1].valid

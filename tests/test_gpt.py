@@ -1,15 +1,23 @@
 """``nlpcourse.models.gpt``: the causal LM never reads the future, learns, and samples reproducibly."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from causal_support import redrawn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nlpcourse.data.wordpiece import WordPieces
 from nlpcourse.errors import ConfigError, ShapeError
-from nlpcourse.models.gpt import GPT, GPTConfig, gpt_loss, sample
+from nlpcourse.models.gpt import GPT, GPTConfig, gpt_from_config, gpt_loss, sample
+from nlpcourse.train import load_checkpoint
 
+ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
@@ -68,3 +76,14 @@ def test_bad_settings_are_refused():
         sample(tiny(), torch.tensor([[1]]), 2, torch.Generator(), temperature=0.0)
     with pytest.raises(ShapeError, match="max_len"):
         tiny()(torch.ones(1, 13, dtype=torch.long))
+
+
+def test_training_script_writes_a_checkpoint_that_loads(tmp_path):
+    """``scripts/train_gpt.py --tiny`` (the chapter BERT's vocabulary): a model of seconds, saved, loaded back."""
+    out = tmp_path / "gpt.pt"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_gpt.py"), "--tiny", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=os.environ | {"NLPCOURSE_PROGRESS": "0"})
+    assert proc.returncode == 0 and "nats per piece" in proc.stdout, proc.stderr[-2000:]
+    ck = load_checkpoint(out, build=gpt_from_config)
+    assert ck.model.config.vocab == WordPieces.from_json(ck.extra["tokenizer"]).vocab_size
+    assert 0 < ck.extra["val_loss"] < 9 and ck.extra["seconds"] > 0 and ck.extra["train_config"]["layers"] == 1

@@ -5,7 +5,7 @@ Shapes: B batch, T time (window or padded length), N tokens per stream.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -75,6 +75,21 @@ def bucket_batches(
     if shuffle:
         rng.shuffle(batches)
     return batches
+
+
+def shuffled_batches(seqs: Sequence[Sequence[int]], batch_size: int, seed: int = 0,
+                     pad_id: int = 0) -> Callable[[int], list[torch.Tensor]]:
+    """``epoch -> batches``: the sequences reshuffled each epoch (with ``seed`` and the epoch), cut into
+    padded (B,T) id tensors; what ``nlpcourse.train.fit`` takes as its training data."""
+    if batch_size < 1 or not seqs:
+        raise ConfigError(f"shuffled_batches: need sequences and batch_size >= 1, got {len(seqs)} and {batch_size}")
+
+    def get(epoch: int) -> list[torch.Tensor]:
+        g = torch.Generator().manual_seed(seed * 1000 + epoch)
+        order = torch.randperm(len(seqs), generator=g).tolist()
+        return [pad_batch([seqs[i] for i in order[k:k + batch_size]], pad_id).tokens
+                for k in range(0, len(order), batch_size)]
+    return get
 
 
 def lm_stream(ids: Sequence[int] | torch.Tensor, batch_size: int) -> torch.Tensor:

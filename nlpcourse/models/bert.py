@@ -162,6 +162,35 @@ def bert_from_config(config: dict) -> Bert:
     return Bert(BertConfig(**config))
 
 
+@torch.no_grad()
+def attention_maps(model: Bert, ids: torch.Tensor, segments: torch.Tensor | None = None) -> list[torch.Tensor]:
+    """Every layer's attention weights, L x (B,H,T,T): row t is where position t looked (padded keys get 0).
+    Each post-LN layer attends over its own input, so its weights are its self-attention of that input."""
+    x = model.embed(ids, segments)  # (B,T,D)
+    pad = ids == PAD_ID  # (B,T)
+    maps = []
+    for layer in model.encoder.layers:
+        _, w = layer.self_attn(x, x, x, key_padding_mask=pad, need_weights=True,
+                               average_attn_weights=False)  # (B,H,T,T)
+        maps.append(w)
+        x = layer(x, src_key_padding_mask=pad)
+    return maps
+
+
+@torch.no_grad()
+def fill_masks(model: Bert, ids: torch.Tensor, k: int = 5) -> list[tuple[int, list[int], list[float]]]:
+    """For each [MASK] of the one sequence ``ids`` (T,): (its position, the ``k`` likeliest pieces, their
+    probabilities)."""
+    if ids.dim() != 1:
+        raise ShapeError(f"fill_masks: ids must be one sequence (T,), got shape {tuple(ids.shape)}")
+    where = (ids == MASK_ID).nonzero().flatten().tolist()
+    if not where:
+        return []
+    probs = torch.softmax(model.mlm_logits(model(ids[None])[0, where]), dim=-1)  # (M,D) -> (M,V)
+    top = probs.topk(k, dim=-1)
+    return [(t, top.indices[m].tolist(), top.values[m].tolist()) for m, t in enumerate(where)]
+
+
 # ------------------------------------------------------------------ masked-LM inputs
 
 

@@ -90,6 +90,11 @@ class BiLM(nn.Module):
         return (ahead + behind) / 2
 
 
+def bilm_from_config(config: dict) -> BiLM:
+    """A model from a checkpoint's config dict."""
+    return BiLM(BiLMConfig(**config))
+
+
 def _reverse(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Each sequence's first ``length`` positions reversed, padding left where it is."""
     T = x.shape[1]

@@ -72,6 +72,11 @@ class GPT(nn.Module):
         return h @ self.tok_embed.weight.T  # (B,T,D) x (D,V) -> (B,T,V)
 
 
+def gpt_from_config(config: dict) -> GPT:
+    """A model from a checkpoint's config dict."""
+    return GPT(GPTConfig(**config))
+
+
 def gpt_loss(model: GPT, ids: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of each token given the ones before it (padding ignored)."""
     logits = model(ids[:, :-1])  # position t predicts ids[:, t + 1]

@@ -1,0 +1,264 @@
+"""The pretraining chapter's benchmark: the mini-BERT fine-tuned from its pretrained checkpoint against the same
+network from scratch, bag-of-words and the CNN chapter's networks, on the movie-review snippets; and
+distributed pretraining under ``torchrun``, in one run.
+
+    python benchmarks/pretraining.py --json benchmarks/results/pretraining.json
+    python benchmarks/pretraining.py --tiny            # a smoke run of a minute
+
+**Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
+``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone,
+no label, no other text: domain-adaptive pretraining); the scratch network has the same configuration and
+vocabulary, freshly initialised. Each is fine-tuned with three recipes (``RECIPES``): ``plain`` (BERT's: every
+layer at one rate under the slanted triangular schedule), ``discriminative`` (ULMFiT's rates, each layer group
+2.6 times slower than the one above) and ``ulmfit`` (those rates and gradual unfreezing, one group more every
+``unfreeze_every`` steps), each with ``--seeds`` seeds (the classifier's initial weights, the order of the
+examples, dropout). Every run keeps its epoch of best validation accuracy; for each network the recipe with
+the best mean validation accuracy is the system (``bert_pretrained``, ``bert_scratch``), and its test
+accuracy is the mean over the seeds (the spread beside it). ``best_bow`` is the better, on the test part, of
+the CNN chapter's logistic regression and NB-SVM on uni+bigrams, ``best_cnn`` the best of its CNNs (random,
+non-static and multichannel embeddings): choosing the baselines by their test score favours them.
+
+**Distributed pretraining.** ``scripts/pretrain_bert.py`` for ``--ddp-steps`` steps with dropout 0 and one
+thread per process: one process, two processes under ``torchrun`` (gloo), and one process with two threads
+(what the two cores give without DDP); pieces per second over the steps after the first five, and the
+largest difference between the one- and two-process loss curves.
+
+The JSON: ``{"systems": {NAME: {"accuracy", "wall_s", ...}}, "recipes": {...}, "ddp": {...}, "setup":
+{...}}``, accuracies as fractions; ``wall_s`` is fine-tuning (mean over seeds) or training time, and
+``bert_pretrained`` also gives ``pretrain_s``, the checkpoint's pretraining time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import cnn  # benchmarks/cnn.py: the same baselines on the same split
+import torch
+
+import nlpcourse
+from nlpcourse.data import load_reviews, split_indices, word_tokenize
+from nlpcourse.data.wordpiece import WordPieces
+from nlpcourse.finetune import FineTuneConfig, accuracy, fine_tune_classifier
+from nlpcourse.models.bert import Bert, BertClassifier, bert_from_config, build_bert
+from nlpcourse.report import write_json
+
+REPO = Path(__file__).resolve().parents[1]
+CHECKPOINT = REPO / "data" / "checkpoints" / "bert.pt"
+SCRIPT = REPO / "scripts" / "pretrain_bert.py"
+RECIPES = {
+    "plain": FineTuneConfig(epochs=3, lr=1e-4),
+    "discriminative": FineTuneConfig(epochs=3, lr=2e-4, decay=2.6),
+    "ulmfit": FineTuneConfig(epochs=3, lr=2e-4, decay=2.6, unfreeze_every=100),
+}
+CNN_SYSTEMS = ("rand", "nonstatic", "multichannel")
+
+
+@dataclass
+class Options:
+    """What a run does (recorded in ``setup``)."""
+
+    seeds: int = 3  # fine-tuning seeds per network and recipe
+    epochs: int = 3  # fine-tuning epochs of every recipe
+    cnn_epochs: int = 12  # at most this many epochs per CNN (the CNN benchmark's)
+    max_len: int = 64  # pieces per snippet, [CLS] and [SEP] included
+    ddp_steps: int = 40  # pretraining steps of each distributed run
+    stride: int = 1  # use every n-th snippet (the smoke run uses fewer)
+    device: str = "cpu"
+
+
+# ------------------------------------------------------------------ data
+
+
+def review_parts(wp: WordPieces, stride: int, max_len: int) -> tuple[list, list]:
+    """The seeded split's parts as ([CLS] pieces [SEP] id lists, labels) and as word-token Parts for the
+    baselines."""
+    reviews = load_reviews()[::stride]
+    idx = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=[r.movie for r in reviews])
+    pieces = [([wp.pair(reviews[i].text, max_len=max_len).ids for i in ix],
+               torch.tensor([reviews[i].label for i in ix])) for ix in idx]
+    words = [cnn.Part([word_tokenize(reviews[i].text) for i in ix], labels) for ix, (_, labels) in zip(idx, pieces)]
+    return pieces, words
+
+
+# ------------------------------------------------------------------ the BERTs
+
+
+def run_bert(pretrained: Bert | None, config, recipe: FineTuneConfig, parts, device: str) -> dict:
+    """Fine-tune a copy of ``pretrained`` (or a fresh network of ``config``, drawn with the recipe's seed)."""
+    if pretrained is None:
+        bert = build_bert(config, seed=recipe.seed, device=device)
+    else:
+        bert = bert_from_config(asdict(config)).to(device)
+        bert.load_state_dict(pretrained.state_dict())
+    torch.manual_seed(recipe.seed)
+    model = BertClassifier(bert, classes=2).to(device)
+    result = fine_tune_classifier(model, parts[0], parts[1], recipe, device)
+    return {"valid": result.valid[result.best_epoch], "test": accuracy(model, *parts[2], device=device),
+            "best_epoch": result.best_epoch + 1, "seconds": result.seconds}
+
+
+def run_recipes(ck, parts, opts: Options, say) -> dict[str, dict]:
+    """Every (network, recipe) pair over the seeds: {"scratch/plain": {"valid", "test", ...}, ...}."""
+    out = {}
+    for network, bert in (("scratch", None), ("pretrained", ck.model)):
+        for name, recipe in RECIPES.items():
+            runs = [run_bert(bert, ck.model.config, replace(recipe, seed=s, epochs=opts.epochs), parts, opts.device)
+                    for s in range(opts.seeds)]
+            out[f"{network}/{name}"] = summary = {
+                key: statistics.fmean(r[key] for r in runs) for key in ("valid", "test", "seconds")} | {
+                "test_std": statistics.stdev(r["test"] for r in runs) if len(runs) > 1 else 0.0,
+                "tests": [r["test"] for r in runs], "best_epochs": [r["best_epoch"] for r in runs]}
+            say(f"{network:10s} {name:14s} valid {summary['valid']:.4f} test {summary['test']:.4f} "
+                f"+- {summary['test_std']:.4f} ({summary['seconds']:.0f} s a run)")
+    return out
+
+
+def chosen(recipes: dict[str, dict], network: str) -> tuple[str, dict]:
+    """The recipe of ``network`` with the best mean validation accuracy."""
+    name = max(RECIPES, key=lambda r: recipes[f"{network}/{r}"]["valid"])
+    return name, recipes[f"{network}/{name}"]
+
+
+# ------------------------------------------------------------------ the baselines
+
+
+def run_baselines(words: list, opts: Options, say) -> dict[str, dict]:
+    """The CNN chapter's bag-of-words models and CNNs on the same split (its domain word vectors)."""
+    out = {}
+    for name, fn in (("logreg", cnn.run_logreg), ("nbsvm", cnn.run_nbsvm)):
+        start = time.perf_counter()
+        out[name] = fn(words) | {"seconds": time.perf_counter() - start}
+    cnn_opts = cnn.Options(device=opts.device, epochs=opts.cnn_epochs)
+    wv = cnn.domain_vectors(words[0], cnn_opts)
+    for variant in CNN_SYSTEMS:
+        out[f"cnn_{variant}"] = cnn.run_cnn(variant, words, wv, cnn_opts)
+    say("  " + ", ".join(f"{k} {v['accuracy']:.4f} ({v['seconds']:.0f} s)" for k, v in out.items()))
+    return out
+
+
+def best_of(baselines: dict[str, dict], names) -> dict:
+    name = max(names, key=lambda n: baselines[n]["accuracy"])
+    return {"accuracy": baselines[name]["accuracy"], "wall_s": round(baselines[name]["seconds"], 1), "system": name}
+
+
+# ------------------------------------------------------------------ distributed pretraining
+
+
+def pretrain_run(procs: int, threads: int, steps: int, vocab: Path, folder: Path, tiny: bool) -> list[dict]:
+    """``scripts/pretrain_bert.py`` for ``steps`` steps, dropout 0; its loss log."""
+    log = folder / f"p{procs}t{threads}.jsonl"
+    args = [str(SCRIPT), "--steps", str(steps), "--warmup", "5", "--dropout", "0", "--threads", str(threads),
+            "--tokenizer", str(vocab), "--loss-log", str(log), "--out", str(folder / f"p{procs}t{threads}.pt")]
+    args += ["--tiny"] if tiny else []
+    launch = [sys.executable] if procs == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                                   "--nproc_per_node", str(procs)]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    subprocess.run(launch + args, check=True, cwd=REPO, env=env, capture_output=True, timeout=3600)
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def pieces_per_second(log: list[dict], skip: int = 5) -> float:
+    pieces = sum(r["pieces"] for r in log[skip:])
+    return pieces / (log[-1]["seconds"] - log[skip - 1]["seconds"])
+
+
+def run_ddp(ck, opts: Options, tiny: bool, say) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        vocab = folder / "vocab.json"
+        vocab.write_text(ck.extra["tokenizer"])
+        logs = {f"{p}x{t}": pretrain_run(p, t, opts.ddp_steps, vocab, folder, tiny) for p, t in ((1, 1), (2, 1),
+                                                                                                    (1, 2))}
+    diff = max(abs(a["loss"] - b["loss"]) for a, b in zip(logs["1x1"], logs["2x1"], strict=True))
+    rates = {k: pieces_per_second(v) for k, v in logs.items()}
+    say(f"pretraining pieces/s: 1 process {rates['1x1']:.0f}, 2 processes {rates['2x1']:.0f}, 1 process with 2 "
+        f"threads {rates['1x2']:.0f}; largest loss difference 1 vs 2 processes {diff:.2e}")
+    return {"pieces_per_s_1proc": rates["1x1"], "pieces_per_s_2proc": rates["2x1"],
+            "pieces_per_s_1proc_2threads": rates["1x2"], "speedup_2proc": rates["2x1"] / rates["1x1"],
+            "max_loss_diff": diff, "tolerance": 1e-4, "agree": diff <= 1e-4, "steps": opts.ddp_steps,
+            "losses_1proc": [r["loss"] for r in logs["1x1"]], "losses_2proc": [r["loss"] for r in logs["2x1"]]}
+
+
+# ------------------------------------------------------------------ the run
+
+
+def main(argv: list[str] | None = None) -> dict:
+    opts, json_path, checkpoint, threads, tiny = parse(argv)
+    torch.set_num_threads(threads)
+    say = print
+    ck = nlpcourse.load_checkpoint(checkpoint, build=bert_from_config)
+    pieces, words = review_parts(WordPieces.from_json(ck.extra["tokenizer"]), opts.stride, opts.max_len)
+    say(f"seeded split: train {len(words[0].tokens)}, val {len(words[1].tokens)}, test {len(words[2].tokens)}")
+    baselines = run_baselines(words, opts, say)
+    recipes = run_recipes(ck, pieces, opts, say)
+    report = summarise(recipes, baselines, ck, opts, threads, checkpoint)
+    write_json(json_path, report)
+    report["ddp"] = run_ddp(ck, opts, tiny, say)
+    write_json(json_path, report)
+    print_table(report)
+    return report
+
+
+def summarise(recipes, baselines, ck, opts: Options, threads: int, checkpoint: Path) -> dict:
+    systems = {}
+    for network in ("pretrained", "scratch"):
+        name, r = chosen(recipes, network)
+        systems[f"bert_{network}"] = {"accuracy": r["test"], "accuracy_std": r["test_std"], "valid": r["valid"],
+                                      "wall_s": round(r["seconds"], 1), "recipe": name, "seeds": opts.seeds}
+    systems["bert_pretrained"]["pretrain_s"] = round(float(ck.extra.get("seconds", float("nan"))), 1)
+    systems["best_bow"] = best_of(baselines, ("logreg", "nbsvm"))
+    systems["best_cnn"] = best_of(baselines, [f"cnn_{v}" for v in CNN_SYSTEMS])
+    settings = ck.extra.get("settings", {})
+    setup = asdict(opts) | {
+        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
+        "model": asdict(ck.model.config), "pretraining": settings, "pretrain_steps": len(ck.extra["losses"]),
+        "pretrain_final_loss": statistics.fmean(ck.extra["losses"][-50:]),
+        "recipes": {k: asdict(v) for k, v in RECIPES.items()}, "baselines": {k: v["accuracy"] for k, v in
+                                                                             baselines.items()},
+        "split": "by movie, 80/10/10, seed 0 (benchmarks/cnn.py)", "threads": threads, "torch": torch.__version__,
+        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d")}
+    gain = systems["bert_pretrained"]["accuracy"] - systems["bert_scratch"]["accuracy"]
+    return {"systems": systems, "pretrained_minus_scratch": gain, "recipes": recipes, "setup": setup}
+
+
+def print_table(report: dict) -> None:
+    print(f"\n{'system':16s} {'test acc':>8s} {'wall s':>7s}  recipe / system")
+    for name, r in report["systems"].items():
+        spread = f" +- {r['accuracy_std']:.4f}" if "accuracy_std" in r else ""
+        print(f"{name:16s} {r['accuracy']:8.4f} {r['wall_s']:7.1f}  {r.get('recipe', r.get('system'))}{spread}")
+    gain, d = report["pretrained_minus_scratch"], report["ddp"]
+    print(f"targets: pretrained - scratch >= +0.02: {gain:+.4f} {'met' if gain >= 0.02 else 'NOT met'}; "
+          f"DDP 2 processes = 1 process within {d['tolerance']:g}: {d['max_loss_diff']:.1e} "
+          f"{'met' if d['agree'] else 'NOT met'}")
+
+
+def parse(argv: list[str] | None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", type=Path, default=None, help="also write the results to this file")
+    p.add_argument("--checkpoint", type=Path, default=CHECKPOINT, help="the pretrained network (default: the "
+                   "chapter's)")
+    p.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds per network and recipe (default 3)")
+    p.add_argument("--ddp-steps", type=int, default=40, help="steps of each distributed run (default 40)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda, for fine-tuning and the baselines")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    p.add_argument("--tiny", action="store_true", help="a smoke run: 1/32 of the snippets, one seed and "
+                   "epoch, a tiny distributed run")
+    a = p.parse_args(argv)
+    opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device)
+    if a.tiny:
+        opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32)
+    return opts, a.json, a.checkpoint, a.threads, a.tiny
+
+
+if __name__ == "__main__":
+    main()

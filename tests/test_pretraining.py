@@ -1,0 +1,109 @@
+"""The pretraining chapter's committed models (``data/checkpoints/bert.pt``, ``gpt_reviews.pt``,
+``elmo_brown.pt``) load with the current classes and have learnt something, and ``benchmarks/pretraining.py
+--tiny`` writes every system, the recipes and the distributed runs."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nlpcourse.data import load_reviews, split_indices
+from nlpcourse.data.batching import pad_batch
+from nlpcourse.data.wordpiece import CLS_ID, SEP_ID, SPECIALS, WordPieces
+from nlpcourse.models.bert import bert_from_config, mlm_corrupt, mlm_loss
+from nlpcourse.models.elmo import bilm_from_config
+from nlpcourse.models.gpt import gpt_from_config, gpt_loss
+from nlpcourse.train import load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINTS = ROOT / "data" / "checkpoints"
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+@pytest.fixture(scope="module")
+def bert_ck():
+    return load_checkpoint(CHECKPOINTS / "bert.pt", build=bert_from_config)
+
+
+@pytest.fixture(scope="module")
+def valid_ids(bert_ck):
+    """The validation snippets of the CNN chapter's split, in the checkpoint's pieces."""
+    wp = WordPieces.from_json(bert_ck.extra["tokenizer"])
+    reviews = load_reviews()
+    valid = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=[r.movie for r in reviews])[1]
+    return pad_batch([wp.pair(reviews[i].text, max_len=64).ids for i in valid[:400]]).tokens
+
+
+def unigram_entropy(ids: torch.Tensor, vocab: int) -> float:
+    """Nats per piece of the pieces' own frequencies: what a model that ignores the context gets at best."""
+    counts = torch.bincount(ids[ids >= len(SPECIALS)], minlength=vocab).float()
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * p.log()).sum())
+
+
+def test_committed_bert_predicts_masked_pieces_from_their_context(bert_ck, valid_ids):
+    model = bert_ck.model
+    assert WordPieces.from_json(bert_ck.extra["tokenizer"]).vocab_size == model.config.vocab
+    inputs, labels = mlm_corrupt(valid_ids, torch.Generator().manual_seed(0), vocab=model.config.vocab)
+    with torch.no_grad():
+        loss = float(mlm_loss(model, inputs, labels))
+    assert loss < unigram_entropy(valid_ids, model.config.vocab) - 1.0, loss
+    assert len(bert_ck.extra["losses"]) == bert_ck.extra["settings"]["steps"] and bert_ck.extra["seconds"] > 0
+
+
+def test_committed_gpt_shares_the_vocabulary_and_beats_the_unigram_model(bert_ck, valid_ids):
+    ck = load_checkpoint(CHECKPOINTS / "gpt_reviews.pt", build=gpt_from_config)
+    assert ck.extra["tokenizer"] == bert_ck.extra["tokenizer"]
+    with torch.no_grad():
+        loss = float(gpt_loss(ck.model.float(), valid_ids))
+    assert loss == pytest.approx(ck.extra["val_loss"], abs=0.15)  # 400 of the validation snippets
+    assert loss < unigram_entropy(valid_ids, ck.model.config.vocab) - 0.5, loss
+
+
+def test_committed_elmo_loads_with_its_vocabulary_and_learnt_the_brown_corpus():
+    ck = load_checkpoint(CHECKPOINTS / "elmo_brown.pt", build=bilm_from_config)
+    model = ck.model.float()
+    assert model.config.vocab == len(ck.vocab)
+    ids = torch.tensor([ck.vocab.encode("the man said that he would come back .".split(), True, True)])
+    with torch.no_grad():
+        loss = float(model.loss(ids))
+    assert loss < math.log(len(ck.vocab)) - 2, loss  # far better than a uniform guess
+    assert len(model.layers(ids)) == model.config.layers + 1
+
+
+@pytest.mark.slow
+def test_benchmark_tiny_writes_every_system_recipe_and_the_distributed_runs(tmp_path):
+    out = tmp_path / "pretraining.json"
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--tiny", "--threads", "1", "--json",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert set(report["systems"]) == {"bert_pretrained", "bert_scratch", "best_bow", "best_cnn"}
+    for name, result in report["systems"].items():
+        assert 0 <= result["accuracy"] <= 1 and result["wall_s"] >= 0, name
+    assert len(report["recipes"]) == 6 and report["systems"]["bert_pretrained"]["pretrain_s"] > 0
+    ddp = report["ddp"]
+    assert ddp["agree"] and len(ddp["losses_1proc"]) == len(ddp["losses_2proc"]) == 8
+    assert ddp["pieces_per_s_1proc"] > 0 and ddp["pieces_per_s_2proc"] > 0
+
+
+def test_fine_tuning_reads_the_same_split_as_the_cnn_benchmark(bert_ck):
+    """The benchmark's classifier sees [CLS] pieces [SEP] of the CNN chapter's split, nothing of the test part
+    in training."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import pretraining
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    pieces, words = pretraining.review_parts(WordPieces.from_json(bert_ck.extra["tokenizer"]), 8, 64)
+    assert [len(p[0]) for p in pieces] == [len(w.tokens) for w in words]
+    assert all(x[0] == CLS_ID and x[-1] == SEP_ID and len(x) <= 64 for id_lists, _ in pieces for x in id_lists)
+    assert all(torch.equal(p[1], w.labels) for p, w in zip(pieces, words))
+    assert F.one_hot(pieces[0][1]).sum(0).min() > 0  # both labels in training
