@@ -6,17 +6,19 @@ distributed pretraining under ``torchrun``, in one run.
     python benchmarks/pretraining.py --tiny            # a smoke run of a minute
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
-``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone,
-no label, no other text: domain-adaptive pretraining); the scratch network has the same configuration and
-vocabulary, freshly initialised. Each is fine-tuned with three recipes (``RECIPES``): ``plain`` (BERT's: every
-layer at one rate under the slanted triangular schedule), ``discriminative`` (ULMFiT's rates, each layer group
-2.6 times slower than the one above) and ``ulmfit`` (those rates and gradual unfreezing, one group more every
-``unfreeze_every`` steps), each with ``--seeds`` seeds (the classifier's initial weights, the order of the
-examples, dropout). Every run keeps its epoch of best validation accuracy; for each network the recipe with
-the best mean validation accuracy is the system (``bert_pretrained``, ``bert_scratch``), and its test
-accuracy is the mean over the seeds (the spread beside it). ``best_bow`` is the better, on the test part, of
-the CNN chapter's logistic regression and NB-SVM on uni+bigrams, ``best_cnn`` the best of its CNNs (random,
-non-static and multichannel embeddings): choosing the baselines by their test score favours them.
+``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
+label, no other text: domain-adaptive pretraining); the scratch network has the same configuration and vocabulary,
+freshly initialised. Each is fine-tuned with three recipes (``RECIPES``), each with ``--seeds`` seeds (the
+classifier's initial weights, the order of the examples, dropout): ``plain`` (BERT's: the pooled [CLS] state,
+every layer at one rate under the slanted triangular schedule), ``mean`` (the same on the mean of the final
+states: masked-LM pretraining never trains [CLS]) and ``ulmfit`` (the mean, ULMFiT's discriminative rates, each
+layer group 2.6 times slower than the one above, and gradual unfreezing, one group more every ``unfreeze_every``
+steps; its top rate higher, as the lower groups' are far lower). The rates were chosen by single-seed runs on the
+validation part. Every run keeps its epoch of best validation accuracy; for each network the recipe with the best
+mean validation accuracy is the system (``bert_pretrained``, ``bert_scratch``), and its test accuracy is the mean
+over the seeds (the spread beside it). ``best_bow`` is the better, on the test part, of the CNN chapter's logistic
+regression and NB-SVM on uni+bigrams, ``best_cnn`` the best of its CNNs (random, non-static and multichannel
+embeddings): choosing the baselines by their test score favours them.
 
 **Distributed pretraining.** ``scripts/pretrain_bert.py`` for ``--ddp-steps`` steps with dropout 0 and one
 thread per process: one process, two processes under ``torchrun`` (gloo), and one process with two threads
@@ -54,10 +56,20 @@ from nlpcourse.report import write_json
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINT = REPO / "data" / "checkpoints" / "bert.pt"
 SCRIPT = REPO / "scripts" / "pretrain_bert.py"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a BERT is fine-tuned: the classifier's input and the training."""
+
+    pooling: str  # "cls": BERT's pooled [CLS]; "mean": the mean of the final states (BertClassifier)
+    tune: FineTuneConfig  # rates, schedule, unfreezing
+
+
 RECIPES = {
-    "plain": FineTuneConfig(epochs=3, lr=1e-4),
-    "discriminative": FineTuneConfig(epochs=3, lr=2e-4, decay=2.6),
-    "ulmfit": FineTuneConfig(epochs=3, lr=2e-4, decay=2.6, unfreeze_every=100),
+    "plain": Recipe("cls", FineTuneConfig(lr=5e-4)),
+    "mean": Recipe("mean", FineTuneConfig(lr=5e-4)),
+    "ulmfit": Recipe("mean", FineTuneConfig(lr=1e-3, decay=2.6, unfreeze_every=100)),
 }
 CNN_SYSTEMS = ("rand", "nonstatic", "multichannel")
 
@@ -92,16 +104,17 @@ def review_parts(wp: WordPieces, stride: int, max_len: int) -> tuple[list, list]
 # ------------------------------------------------------------------ the BERTs
 
 
-def run_bert(pretrained: Bert | None, config, recipe: FineTuneConfig, parts, device: str) -> dict:
-    """Fine-tune a copy of ``pretrained`` (or a fresh network of ``config``, drawn with the recipe's seed)."""
+def run_bert(pretrained: Bert | None, config, recipe: Recipe, seed: int, epochs: int, parts, device: str) -> dict:
+    """Fine-tune a copy of ``pretrained`` (or a fresh network of ``config``, drawn with ``seed``)."""
     if pretrained is None:
-        bert = build_bert(config, seed=recipe.seed, device=device)
+        bert = build_bert(config, seed=seed, device=device)
     else:
         bert = bert_from_config(asdict(config)).to(device)
         bert.load_state_dict(pretrained.state_dict())
-    torch.manual_seed(recipe.seed)
-    model = BertClassifier(bert, classes=2).to(device)
-    result = fine_tune_classifier(model, parts[0], parts[1], recipe, device)
+    torch.manual_seed(seed)
+    model = BertClassifier(bert, classes=2, pooling=recipe.pooling).to(device)
+    tune = replace(recipe.tune, seed=seed, epochs=epochs)
+    result = fine_tune_classifier(model, parts[0], parts[1], tune, device)
     return {"valid": result.valid[result.best_epoch], "test": accuracy(model, *parts[2], device=device),
             "best_epoch": result.best_epoch + 1, "seconds": result.seconds}
 
@@ -111,7 +124,7 @@ def run_recipes(ck, parts, opts: Options, say) -> dict[str, dict]:
     out = {}
     for network, bert in (("scratch", None), ("pretrained", ck.model)):
         for name, recipe in RECIPES.items():
-            runs = [run_bert(bert, ck.model.config, replace(recipe, seed=s, epochs=opts.epochs), parts, opts.device)
+            runs = [run_bert(bert, ck.model.config, recipe, s, opts.epochs, parts, opts.device)
                     for s in range(opts.seeds)]
             out[f"{network}/{name}"] = summary = {
                 key: statistics.fmean(r[key] for r in runs) for key in ("valid", "test", "seconds")} | {

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlpcourse.errors import ConfigError
@@ -104,3 +104,17 @@ def test_fine_tuning_is_reproducible():
     runs = [fine_tune_classifier(m, toy_task(128, 0), toy_task(64, 1), FineTuneConfig(epochs=2, lr=1e-2, seed=3))
             for m in (classifier(), classifier())]
     assert runs[0].valid == runs[1].valid
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4))
+def test_mean_pooling_reads_every_real_position_and_ignores_padding(seed, extra):
+    torch.manual_seed(seed)
+    model = BertClassifier(classifier().bert, classes=2, pooling="mean").eval()
+    ids = torch.randint(4, 20, (3, 5))
+    padded = torch.cat([ids, torch.zeros(3, extra, dtype=torch.long)], 1)  # [PAD] is id 0
+    torch.testing.assert_close(model(padded), model(ids), atol=1e-5, rtol=1e-5)
+    h = model.bert(ids)  # (B,T,D)
+    torch.testing.assert_close(model(ids), model.out(h.mean(1)))
+    with pytest.raises(ConfigError):
+        BertClassifier(model.bert, pooling="max")

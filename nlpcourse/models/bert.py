@@ -114,21 +114,31 @@ class Bert(nn.Module):
 
 
 class BertClassifier(nn.Module):
-    """A (pretrained) :class:`Bert` with a classifier on its pooled [CLS] position (sec. 4.1): dropout, then a
-    linear layer to ``classes`` logits. Fine-tuning trains all of it."""
+    """A (pretrained) :class:`Bert` with a classifier on top: dropout, then a linear layer to ``classes``
+    logits, over BERT's pooled [CLS] position (sec. 4.1, ``pooling="cls"``) or over the mean of the final
+    states of the real (not padding) positions (``pooling="mean"``, in the spirit of ULMFiT's concat
+    pooling, sec. 3.3: it reads every position's state, not one that masked-LM pretraining never trained).
+    Fine-tuning trains all of it."""
 
-    def __init__(self, bert: Bert, classes: int = 2, dropout: float | None = None):
+    def __init__(self, bert: Bert, classes: int = 2, dropout: float | None = None, pooling: str = "cls"):
         super().__init__()
         if classes < 2:
             raise ConfigError(f"BertClassifier: classes must be >= 2, got {classes}")
-        self.bert = bert
+        if pooling not in ("cls", "mean"):
+            raise ConfigError(f"BertClassifier: pooling must be 'cls' or 'mean', got {pooling!r}")
+        self.bert, self.pooling = bert, pooling
         self.drop = nn.Dropout(bert.config.dropout if dropout is None else dropout)
         self.out = nn.Linear(bert.config.d_model, classes)
         _init_weights(self.out)
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
         """(B,T) ids -> (B,classes) logits."""
-        return self.out(self.drop(self.bert.pooled(self.bert(ids, segments))))
+        h = self.bert(ids, segments)  # (B,T,D)
+        if self.pooling == "cls":
+            return self.out(self.drop(self.bert.pooled(h)))
+        real = (ids != PAD_ID).unsqueeze(-1).to(h.dtype)  # (B,T,1)
+        mean = (h * real).sum(1) / real.sum(1).clamp(min=1)  # (B,T,D) -> (B,D)
+        return self.out(self.drop(mean))
 
     def layer_groups(self) -> list[list[nn.Parameter]]:
         """Bottom to top, for discriminative rates and gradual unfreezing (``nlpcourse.finetune``): the
