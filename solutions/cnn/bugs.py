@@ -20,10 +20,15 @@ max_over_time: padding counted in the max                       0.758-0.775     
 max_over_time: padding masked with 0                            0.754-0.776          passes
 max_over_time: one window per word                              0.756-0.771          passes
 encode_sentences: narrow convolution                            0.757-0.778          passes
-project_max_norm: any of the three                              0.752-0.776          passes
+project_max_norm: columns' norms, or the whole matrix's         0.752-0.776          passes
+project_max_norm: rows stretched to length s (seeds 0-19)        0.742-0.775          may fail
 cnn_logits: any of the three dropout bugs                       0.754-0.777          passes
 train_cnn: no zero_grad                                         0.498-0.615          fails
 ==============================================================  ===================  ==========
+
+The stretched rows lose about 0.6 points on average (the solution gets 0.748-0.780 over seeds 0-19, the bug
+0.742-0.775), and a grader seed in CI fell below the threshold: that bug may lose the training cell or not
+(``may_lose``); every other bug's training outcome holds on every seed.
 
 The grader scores the trained parameters with its own (correct) forward pass, so a bug that the training
 adapts to (the model learns with the padding windows in its max, say) still gives a good classifier: the
@@ -83,7 +88,8 @@ BUGS: list[Bug] = [
     Bug("project_max_norm: the norm of the whole matrix (Frobenius) instead of each row's",
         "maxnorm-solution", "W.norm(dim=1, keepdim=True)", "W.norm()", {MAXNORM}),
     Bug("project_max_norm: every row rescaled to length s, short ones stretched (not a projection)",
-        "maxnorm-solution", "torch.clamp(s / norms, max=1.0)", "s / norms", {MAXNORM}),
+        "maxnorm-solution", "torch.clamp(s / norms, max=1.0)", "s / norms", {MAXNORM},
+        may_lose=frozenset({TRAIN})),
     Bug("cnn_logits: dropout left on at evaluation",
         "logits-solution", "    if training:\n", "    if p > 0:\n", {LOGITS}),
     Bug("cnn_logits: kept features not rescaled by 1 / (1 - p)",
