@@ -117,7 +117,9 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
             # test above them fails (partial credit per part, not all or nothing per cell).
             visible, _, hidden = cell.source.partition(HIDDEN_BEGIN)
             cell.source = visible.rstrip() + "\n"
-            cells.append(nbformat.v4.new_code_cell(HIDDEN_BEGIN + hidden, metadata={"grader": {"hidden_of": key}}))
+            own = {k: v for k, v in master.get("metadata", {}).get("grader", {}).items() if k == "timeout"}
+            cells.append(nbformat.v4.new_code_cell(HIDDEN_BEGIN + hidden, metadata={"grader": {"hidden_of": key,
+                                                                                               **own}}))
         if key is not None:
             cells.extend(extras.get(key, []))
     if not placed_leading:
@@ -129,6 +131,16 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
     report = {"missing": sorted(solution_keys - set(answers)),
               "extra": sum(len(v) for v in extras.values())}
     return out, report
+
+
+def cell_timeout(cell: NotebookNode, default: int) -> int:
+    """Seconds ``cell`` may run: the grader's ``default``, or more where the instructor's source notebook gives
+    the cell its own (``metadata.grader.timeout``: a test cell that trains a model, and the cell of its hidden
+    tests, which :func:`merge` gives the same). Every cell of a merged notebook carries the source's metadata
+    except those the student added, whose ``grader`` metadata merge rewrites: a student cannot lengthen one."""
+    meta = cell.get("metadata", {}).get("grader", {})
+    own = meta.get("timeout") if not meta.get("student_added") else None
+    return max(default, int(own)) if isinstance(own, (int, float)) and not isinstance(own, bool) else default
 
 
 # ------------------------------------------------------------------ forbidden names in the student's code

@@ -33,6 +33,7 @@ from nlpcourse.device import available_devices
 from .course import Assignment, load_assignment, load_reference
 from .notebook import (
     InvalidSubmission,
+    cell_timeout,
     forbidden_uses,
     is_autograded_test,
     is_solution,
@@ -321,6 +322,7 @@ def execute(merged, job: Job, kdir: Path) -> tuple[str, str]:
     sockets = socket_folder()
     km = new_kernel_manager(kdir, [Path(h) for h in job.hide], job.memory_bytes, sockets)
     client = _Client(merged, km=km, timeout=job.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+                     timeout_func=lambda cell: cell_timeout(cell, job.cell_timeout),
                      record_timing=False, shutdown_kernel="immediate", startup_timeout=120,
                      resources={"metadata": {"path": str(kdir)}})
     client.start_watching(job.interrupt_grace)
@@ -350,12 +352,14 @@ def _timeout_status(merged, job: Job, client: _Client, status: str, message: str
     """The status once the timeouts are taken into account: a kernel stopped by the watchdog did not
     crash; its cell timed out and the kernel stopped answering."""
     if client.wedged is not None:
-        return "timeout", (f"{_cell_name(merged, client.wedged)} ran past {job.cell_timeout} s and did not stop "
+        limit = cell_timeout(merged.cells[client.wedged], job.cell_timeout) if client.wedged >= 0 else job.cell_timeout
+        return "timeout", (f"{_cell_name(merged, client.wedged)} ran past {limit} s and did not stop "
                            f"within {job.interrupt_grace:g} s of the interrupt: the kernel stopped answering and "
                            "was stopped; later cells did not run")
     if client.timed_out and status == "graded":
-        names = ", ".join(_cell_name(merged, i) for i in client.timed_out if i >= 0)
-        return "timeout", f"{names} ran past {job.cell_timeout} s and was interrupted"
+        names = ", ".join(f"{_cell_name(merged, i)} ran past {cell_timeout(merged.cells[i], job.cell_timeout)} s"
+                          for i in client.timed_out if i >= 0)
+        return "timeout", f"{names or f'a cell ran past {job.cell_timeout} s'} and was interrupted"
     return status, message
 
 

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 import torch
 
-from grader.notebook import CODE_STUB, forbidden_uses, merge
+from grader.notebook import CODE_STUB, HIDDEN_BEGIN, cell_timeout, forbidden_uses, merge
 from grader.spec import tensor_problem
 from grader.worker import _load_recording
 from grader.worker import main as worker_main
@@ -101,6 +101,23 @@ def test_missing_answer_never_runs_the_instructors_solution():
     assert answer.source == CODE_STUB
     assert "42" not in "".join(c.source for c in merged.cells)
     assert report["missing"] == ["answer"]
+
+
+def test_a_trained_parts_cells_get_the_source_timeout_and_a_student_cannot_take_one():
+    """The source's ``grader.timeout`` lengthens its test cell and the cell of its hidden tests; a cell the
+    student added, or a student's copy of the test cell claiming a longer one, keeps the default."""
+    source = _nb(("answer", True, "def f():\n    return 1"),
+                 ("train-test", False, f"assert f() == 1\n{HIDDEN_BEGIN}\nrecord('f', f)\n### END HIDDEN TESTS"))
+    source.cells[1].metadata["nbgrader"] |= {"grade": True, "points": 1}
+    source.cells[1].metadata["grader"] = {"timeout": 150}
+    student = _nb(("answer", True, "def f():\n    return 1"), ("train-test", False, "pass"))
+    student.cells.insert(1, nbformat.v4.new_code_cell("while True: pass", metadata={"grader": {"timeout": 10**6}}))
+    student.cells[2].metadata["grader"] = {"timeout": 10**6}
+    merged, _ = merge(source, source, student)
+    limits = {c.source.splitlines()[0][:20]: cell_timeout(c, 60) for c in merged.cells}
+    assert limits == {"def f():": 60, "while True: pass": 60, "assert f() == 1": 150, HIDDEN_BEGIN[:20]: 150}
+    assert cell_timeout(nbformat.v4.new_code_cell("x", metadata={"grader": {"timeout": 30}}), 60) == 60
+    assert cell_timeout(nbformat.v4.new_code_cell("x", metadata={"grader": {"timeout": True}}), 60) == 60
 
 
 @pytest.mark.skipif(not __import__("grader.sandbox", fromlist=["x"]).sandbox_available(), reason="needs bubblewrap")

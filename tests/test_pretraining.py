@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nlpcourse.data import load_reviews, split_indices
+from nlpcourse.data import load_reviews, review_pieces, review_split, split_indices
 from nlpcourse.data.batching import pad_batch
 from nlpcourse.data.wordpiece import CLS_ID, SEP_ID, SPECIALS, WordPieces
 from nlpcourse.models.bert import bert_from_config, mlm_corrupt, mlm_loss
@@ -39,6 +39,19 @@ def valid_ids(bert_ck):
     reviews = load_reviews()
     valid = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=[r.movie for r in reviews])[1]
     return pad_batch([wp.pair(reviews[i].text, max_len=64).ids for i in valid[:400]]).tokens
+
+
+def test_review_pieces_is_the_cnn_split_in_bert_input(bert_ck, valid_ids):
+    """The same snippets and labels as the CNN chapter's split, part by part, each [CLS] pieces [SEP] and cut to
+    max_len; the first 400 validation snippets are the ones the tests above read at max_len 64."""
+    parts, words = review_pieces(bert_ck.extra["tokenizer"], 24), review_split()
+    for name in ("train", "valid", "test"):
+        ids, labels = parts[name]
+        assert torch.equal(labels, getattr(words, name).labels), name
+        assert all(row[0] == CLS_ID and row[-1] == SEP_ID and 3 <= len(row) <= 24 for row in ids), name
+    long = review_pieces(bert_ck.extra["tokenizer"], 64)["valid"][0][:400]
+    assert torch.equal(pad_batch(long).tokens, valid_ids)
+    assert review_pieces(bert_ck.extra["tokenizer"], 24) is parts, "cached: built once per vocabulary and length"
 
 
 def unigram_entropy(ids: torch.Tensor, vocab: int) -> float:

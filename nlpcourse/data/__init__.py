@@ -19,7 +19,7 @@ from .registry import (
     dataset_path,
     verify,
 )
-from .review_split import PaddedSentences, ReviewSplit, review_split
+from .review_split import PaddedSentences, ReviewSplit, review_pieces, review_split
 from .splits import split_indices, train_val_test_split
 from .tokenize import char_tokenize, sentences, word_tokenize
 from .vocab import BOS, EOS, PAD, UNK, Vocab
@@ -56,6 +56,7 @@ __all__ = [
     "load_reviews",
     "load_text",
     "pad_batch",
+    "review_pieces",
     "review_split",
     "sentences",
     "split_indices",

@@ -51,3 +51,19 @@ def review_split(seed: int = 0, min_count: int = 2) -> ReviewSplit:
         return PaddedSentences(batch.tokens, batch.lengths, labels[torch.tensor(rows, dtype=torch.long)])
 
     return ReviewSplit(vocab, *(encode(rows) for rows in parts))
+
+
+@lru_cache(maxsize=4)
+def review_pieces(tokenizer_json: str, max_len: int = 32,
+                  seed: int = 0) -> dict[str, tuple[list[list[int]], torch.Tensor]]:
+    """The same seeded split by movie in BERT's input, for the pretraining assignment and its grader: for
+    each part ("train", "valid", "test"), the snippets as ``[CLS] pieces [SEP]`` id lists of at most
+    ``max_len`` ids in the WordPiece vocabulary saved as ``tokenizer_json``, and their (N,) labels."""
+    from .wordpiece import WordPieces
+
+    wp = WordPieces.from_json(tokenizer_json)
+    reviews = load_reviews()
+    parts = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=seed, groups=[r.movie for r in reviews])
+    return {name: ([wp.pair(reviews[i].text, max_len=max_len).ids for i in rows],
+                   torch.tensor([reviews[i].label for i in rows], dtype=torch.long))
+            for name, rows in zip(("train", "valid", "test"), parts)}

@@ -1,0 +1,75 @@
+"""Planted bugs of the assignment "Pretraining" (``pretraining.ipynb`` beside this file).
+
+Each :class:`~grader.spec.Bug` is one exact substring replacement in one answer cell of the source notebook's
+solution. The solution with that one bug must lose points in exactly the test cells listed in ``loses`` and
+keep full marks in every other. ``fine_tune_reviews`` trains with the student's ``cls_logits``,
+``masked_lm_loss``, ``layer_rates`` and ``triangular_lr``: whether a bug in one of those spoils the fine-tuned
+classifier is measured, not guessed (TRAINING_WITH_BUGS: the grader's test AUC for seeds 1, 2 and 3, threshold
+0.63; the solution gets 0.663 to 0.715 over 24 seeds, a model that ignores the snippet 0.5). The grader scores
+the returned weights with its own head, [CLS] through the tanh pooler; a model trained with another head is
+scored as a different function from the one it learnt. The grading test suite
+(tests/test_grading_assignments.py) plants each one; private.
+"""
+from __future__ import annotations
+
+from grader.spec import Bug
+
+MASK, LOSS, PAIR, EMBED, HEAD, MIX, RATES, CAUSAL, TRAIN = (
+    "mask-test", "loss-test", "pair-test", "embed-test", "head-test", "mix-test", "rates-test", "causal-test",
+    "train-test")
+
+#: The grader's test accuracy of the trainer with each bug upstream of it (seeds 1, 2, 3; measured).
+TRAINING_WITH_BUGS: dict[str, tuple[float, ...]] = {
+    "cls_logits: the pooler's tanh missing": (0.6925, 0.7031, 0.6879),  # passes: scored through the grader's
+    # head, tanh included, it ranks the snippets as well as the solution
+    "triangular_lr: the peak at the wrong step": (0.6977, 0.7022, 0.7061),  # passes: a warm-up over 90% of the
+    # steps still reaches the peak rate once (its accuracy, 0.6614, 0.6526, 0.6263, is lower than the solution's)
+    "fine_tune_reviews: no zero_grad": (0.4153, 0.5113, 0.4965),  # fails: the summed gradients throw the
+    # classifier about; it ranks no better than chance
+}
+
+BUGS: list[Bug] = [
+    Bug("mask_tokens: [CLS] and [SEP] may be chosen (only padding excluded)",
+        "mask-solution", "chosen = (u_choose < rate) & (ids >= 5)", "chosen = (u_choose < rate) & (ids != PAD)",
+        {MASK}),
+    Bug("mask_tokens: every chosen piece replaced by [MASK] (no random piece, none kept)",
+        "mask-solution",
+        "inputs = torch.where(chosen & (u_how < 0.8), torch.full_like(ids, MASK), ids)\n"
+        "    inputs = torch.where(chosen & (u_how >= 0.8) & (u_how < 0.9), random_ids, inputs)",
+        "inputs = torch.where(chosen, torch.full_like(ids, MASK), ids)", {MASK}),
+    Bug("mask_tokens: labels at every position (the loss would score the visible pieces too)",
+        "mask-solution", "labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE))", "labels = ids.clone()",
+        {MASK}),
+    Bug("mask_tokens: the 80/10/10 split drawn with the same number that chose the position",
+        "mask-solution", "u_how = torch.rand(ids.shape, generator=generator).to(ids.device)",
+        "u_how = u_choose", {MASK}),
+    Bug("masked_lm_loss: the mean over every position (divided by B * T), not over the labelled ones",
+        "loss-solution", "return -picked.mean()", "return -picked.sum() / labels.numel()", {LOSS}),
+    Bug("masked_lm_loss_grad: not divided by the number of labelled positions",
+        "grad-solution", "return grad * chosen[..., None] / chosen.sum()", "return grad * chosen[..., None]", {LOSS}),
+    Bug("pair_input: segment ids swapped (the first text in segment 1, the second in 0)",
+        "pair-solution",
+        "segments = [0] * len(ids)\n    if b is not None:\n        ids += [*b, SEP]\n"
+        "        segments += [1] * (len(b) + 1)",
+        "segments = [1] * len(ids)\n    if b is not None:\n        ids += [*b, SEP]\n"
+        "        segments += [0] * (len(b) + 1)", {PAIR}),
+    Bug("bert_embed: positions counted from 1", "embed-solution", "E_pos[:T][None]", "E_pos[1:T + 1][None]",
+        {EMBED}),
+    Bug("bert_embed: the segment embeddings left out (every position in segment 0)",
+        "embed-solution", "+ E_seg[segments]", "+ E_seg[0]", {EMBED}),
+    Bug("cls_logits: the pooler's tanh missing",
+        "head-solution", "torch.tanh(h[:, 0] @ W_pool.T + b_pool)", "h[:, 0] @ W_pool.T + b_pool", {HEAD}),
+    Bug("scalar_mix: the weights used without the softmax",
+        "mix-solution", "s = torch.softmax(w, dim=0)  # (L,)", "s = w", {MIX}),
+    Bug("layer_rates: the decay applied upwards (the bottom group gets lr)",
+        "rates-solution", "lr / decay ** (groups - 1 - k)", "lr / decay ** k", {RATES}),
+    Bug("triangular_lr: the peak at the wrong step (total * (1 - cut_frac))",
+        "rates-solution", "cut = max(1, math.floor(total * cut_frac))",
+        "cut = max(1, math.floor(total * (1 - cut_frac)))", {RATES}),
+    Bug("causal_lm_loss: the targets not shifted (position t scored on its own piece)",
+        "causal-solution", "targets = ids[:, 1:]  # (B, T-1)", "targets = ids[:, :-1]", {CAUSAL}),
+    Bug("causal_lm_loss: padding targets counted",
+        "causal-solution", "real = targets != pad", "real = torch.ones_like(targets, dtype=torch.bool)", {CAUSAL}),
+    Bug("fine_tune_reviews: no zero_grad (the gradients of every step add up)",
+        "train-solution", "        opt.zero_grad()\n", "", {TRAIN}),
+]
