@@ -11,6 +11,9 @@ VENDOR := book/_vendor/.stamp
 # No progress bars in the built book: their timings would change the pages on every build.
 export NLPCOURSE_PROGRESS := 0
 export PYTHONHASHSEED := 0
+# The course's thread policy (nlpcourse/threads.py): idle OpenMP threads sleep instead of spinning, in every
+# kernel of the book build and of nbval, in the tests and the grader (tests/test_threads.py checks the value).
+export OMP_WAIT_POLICY := PASSIVE
 
 .PHONY: book test setup sysdeps clean help
 
@@ -31,15 +34,19 @@ $(VENDOR): package.json package-lock.json scripts/vendor_js.py scripts/widgets_s
 	$(PY) scripts/vendor_js.py
 	@touch $@
 
-# The book is built with no network (bubblewrap, new network namespace) wherever bwrap can run.
+# The book is built with no network (bubblewrap, new network namespace) wherever bwrap can run. Its chapters
+# are executed first, two at a time, into the build's cache (scripts/execute_chapters.py); the build then
+# renders them from the cache.
 book: setup sysdeps
 	@if command -v bwrap >/dev/null 2>&1 && bwrap --dev-bind / / --unshare-net true 2>/dev/null; then \
-	  echo "building offline (bubblewrap, no network)"; \
-	  bwrap --dev-bind / / --unshare-net $(VENV)/bin/jupyter-book build . --keep-going -W -n; \
+	  echo "building offline (bubblewrap, no network)"; offline="bwrap --dev-bind / / --unshare-net"; \
 	else \
-	  echo "bubblewrap not available: building without network isolation"; \
-	  $(VENV)/bin/jupyter-book build . --keep-going -W -n; \
-	fi
+	  echo "bubblewrap not available: building without network isolation"; offline=""; \
+	fi; \
+	start=$$(date +%s); \
+	$$offline $(PY) scripts/execute_chapters.py --jobs 2; \
+	$$offline $(VENV)/bin/jupyter-book build . --keep-going -W -n; \
+	echo "== stage book: $$(( $$(date +%s) - start )) s"
 
 # Installed when missing and we may (root with apt-get); otherwise the browser test skips outside CI.
 sysdeps:
@@ -52,18 +59,22 @@ sysdeps:
 	  else echo "missing Debian packages (install them for the full test suite):$$missing"; fi; \
 	fi
 
-# ruff (configured in pyproject.toml) first; then nbval re-runs every executed chapter and compares
-# its outputs with the build's (determinism), one chapter at a time and alone on the machine, as the
-# build ran it: a chapter's two-thread training cell that shares the two cores with other tests slows
-# many times over (the word2vec chapter's CBOW cell ran past nbval's 900 s timeout). Then the library's
-# tests, then the grading suite (sandboxed kernels, two at a time).
+# ruff (configured in pyproject.toml) first; then nbval re-runs every executed chapter in a fresh kernel and
+# compares its outputs with the build's (determinism), two chapters at a time, the longest first, as the
+# build ran them: each chapter's cells run on the threads nlpcourse.threads gives them, so the numbers do not
+# depend on what runs beside them, and idle OpenMP threads sleep (OMP_WAIT_POLICY above) instead of taking
+# the other chapter's core. Then the library's tests, then the grading suite (sandboxed kernels, two at a time);
+# in both, the longest test files go first (tests/conftest.py), so that the two workers end together.
 test: setup sysdeps book
 	$(VENV)/bin/ruff check .
-	$(PY) scripts/executed_chapters.py --out _build/executed
-	$(PY) -m pytest _build/executed/book \
-	  --nbval --nbval-current-env --nbval-cell-timeout=900 --nbval-sanitize-with tests/nbval_sanitize.cfg
-	$(PY) -m pytest -n 2 --dist loadfile -m "not grading" tests solutions --durations=15
-	$(PY) -m pytest -n 2 --dist loadfile -m grading tests solutions --durations=15
+	start=$$(date +%s); chapters=$$($(PY) scripts/executed_chapters.py --out _build/executed); \
+	$(PY) -m pytest -n 2 --dist loadfile $$chapters \
+	  --nbval --nbval-current-env --nbval-cell-timeout=900 --nbval-sanitize-with tests/nbval_sanitize.cfg; \
+	echo "== stage nbval: $$(( $$(date +%s) - start )) s"
+	start=$$(date +%s); $(PY) -m pytest -n 2 --dist loadfile -m "not grading" tests solutions \
+	  --durations=15; echo "== stage library: $$(( $$(date +%s) - start )) s"
+	start=$$(date +%s); $(PY) -m pytest -n 2 --dist loadfile -m grading tests solutions \
+	  --durations=15; echo "== stage grading: $$(( $$(date +%s) - start )) s"
 
 clean:
 	rm -rf _build .pytest_cache book/_vendor

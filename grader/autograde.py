@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -56,33 +56,38 @@ class Submission:
     note: str = ""  # e.g. "notebook renamed from hw.ipynb"
 
 
-def find_submissions(a: Assignment, folder: Path) -> list[Submission]:
-    """``folder/<student>/<notebook>`` or nbgrader's ``folder/<student>/<assignment>/<notebook>``."""
+def find_submissions(a: Assignment, folder: Path, nested_only: bool = False) -> list[Submission]:
+    """``folder/<student>/<notebook>`` or nbgrader's ``folder/<student>/<assignment>/<notebook>``.
+
+    ``nested_only`` (several assignments graded from one folder): only nbgrader's layout, and a student
+    folder without ``<assignment>/`` handed nothing in for this assignment (it is not listed, not missing)."""
     if not folder.is_dir():
         raise GraderError(f"submissions folder {folder} does not exist")
     subs = []
     for d in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if nested_only and not (d / a.name).is_dir():
+            continue
         try:
             student = safe_id(d.name, "student id")
         except GraderError as exc:
             log.warning("skipping %s: %s", d, exc)
             continue
-        base = d / a.name if (d / a.name).is_dir() else d
-        nb = base / a.notebook
-        if nb.is_file():
-            subs.append(Submission(student, nb))
-            continue
-        others = sorted(p for p in base.glob("*.ipynb") if p.is_file() and not p.name.startswith("."))
-        if len(others) == 1:
-            subs.append(Submission(student, others[0], note=f"notebook renamed: graded {others[0].name} "
-                                                             f"as {a.notebook}"))
-        elif others:
-            subs.append(Submission(student, None, "invalid",
-                                   f"{len(others)} notebooks and none named {a.notebook}: "
-                                   f"{', '.join(p.name for p in others)}"))
-        else:
-            subs.append(Submission(student, None, "missing", f"no {a.notebook} in {d.name}/"))
+        subs.append(_find_notebook(a, d, student))
     return subs
+
+
+def _find_notebook(a: Assignment, d: Path, student: str) -> Submission:
+    base = d / a.name if (d / a.name).is_dir() else d
+    nb = base / a.notebook
+    if nb.is_file():
+        return Submission(student, nb)
+    others = sorted(p for p in base.glob("*.ipynb") if p.is_file() and not p.name.startswith("."))
+    if len(others) == 1:
+        return Submission(student, others[0], note=f"notebook renamed: graded {others[0].name} as {a.notebook}")
+    if others:
+        return Submission(student, None, "invalid", f"{len(others)} notebooks and none named {a.notebook}: "
+                                                    f"{', '.join(p.name for p in others)}")
+    return Submission(student, None, "missing", f"no {a.notebook} in {d.name}/")
 
 
 def _sha256(path: Path | None) -> str:
@@ -181,7 +186,8 @@ def record_in_gradebook(a: Assignment, course_dir: Path, student: str, executed:
     c.Autograde.force = True
     c.Autograde.create_student = True
     c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
-    c.Autograde.autograde_preprocessors = [LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # CheckCellMetadata validates once, in the sanitize step: the steps after it change no cell's metadata
+    c.Autograde.autograde_preprocessors = [LimitOutput, SaveAutoGrades, AssignLatePenalties]
     app = Autograde(coursedir=CourseDirectory(config=c), config=c)
     app.log.setLevel(logging.ERROR)
     app.start()
@@ -194,22 +200,6 @@ def gradebook_scores(course_dir: Path, a: Assignment, student: str) -> dict[str,
         except MissingEntry:
             return None
         return {g.name: g.auto_score for g in nb.grades if g.auto_score is not None}
-
-
-def ensure_released(a: Assignment, course_dir: Path) -> None:
-    """The gradebook must know the assignment (nbgrader's generate_assignment stores the master cells)."""
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "neural-nlp") as gb:
-        try:
-            gb.find_notebook(a.notebook_id, a.name)
-            return
-        except MissingEntry:
-            pass
-    import tempfile
-
-    from .release import generate
-
-    with tempfile.TemporaryDirectory() as tmp:
-        generate(a.name, Path(tmp), course_dir)
 
 
 @dataclass
@@ -232,8 +222,9 @@ class Limits:
 
 def check_ready(a: Assignment, course_dir: Path) -> None:
     """The gradebook knows the assignment, and ``notebooks/`` is what a release of ``solutions/`` makes
-    today (answer cells missing from a submission are filled from the release: it must be current)."""
-    ensure_released(a, course_dir)
+    today (answer cells missing from a submission are filled from the release: it must be current). The
+    fresh release that the comparison builds is generated against this course's gradebook, which records the
+    assignment there: nbgrader's autograde needs it to know the assignment's cells."""
     from .release import is_up_to_date
 
     fresh, why = is_up_to_date(a.name, course_dir)
@@ -304,35 +295,47 @@ class WorkerPool:
             self.idle.get().kill()
 
 
-def autograde(assignment: str, submissions: Path, course_dir: Path, limits: Limits | None = None,
+def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Path, limits: Limits | None = None,
               force: bool = False, progress: Callable[[str, dict], None] | None = None) -> list[dict]:
     """Grade every submission in ``submissions``; return one result per student (also written to disk).
 
-    The steps: check that the assignment is ready (:func:`check_ready`), find the student folders
+    ``assignment`` may name several assignments: their submissions (nbgrader's layout,
+    ``submissions/<student>/<assignment>/<notebook>``) then form one queue on one pool of workers, so that
+    every worker stays busy until the last submission of the last assignment, and the results come back in
+    the order of the names. ``progress`` gets ``<student>`` (``<assignment>/<student>`` for several) and
+    the result as each submission is done.
+
+    The steps: check that each assignment is ready (:func:`check_ready`), find its student folders
     (:func:`find_submissions`), decide for each what is left to do (:func:`plan`), then grade what is
     pending on a :class:`WorkerPool` and write each result into the gradebook (:func:`grade_all`)."""
-    a = load_assignment(assignment)
+    names = [assignment] if isinstance(assignment, str) else list(assignment)
+    if not names or len(set(names)) != len(names):
+        raise GraderError(f"name each assignment to grade once, got {names}")
+    several = len(names) > 1
     limits = limits or Limits()
     limits.check()
     course_dir = course_dir.resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
-    check_ready(a, course_dir)
-    subs = find_submissions(a, submissions.resolve())
     hide = sorted({str(p) for p in (REPO, SOLUTIONS, course_dir, submissions.resolve(), Path.home())})
-    results: dict[str, dict] = {}
-    pending: list[tuple[Job, Path]] = []
-    for sub in subs:
-        job, wd, done = plan(a, sub, course_dir, limits, hide, force)
-        if done is not None:
-            results[sub.student] = done
-        else:
-            pending.append((job, wd))
+    results: dict[tuple[str, str], dict] = {}
+    pending: list[tuple[Assignment, Job, Path]] = []
+    order: list[tuple[str, str]] = []
+    for a in map(load_assignment, names):
+        check_ready(a, course_dir)
+        for sub in find_submissions(a, submissions.resolve(), nested_only=several):
+            job, wd, done = plan(a, sub, course_dir, limits, hide, force)
+            order.append((a.name, sub.student))
+            if done is not None:
+                results[a.name, sub.student] = done
+            else:
+                pending.append((a, job, wd))
     pool = WorkerPool(course_dir, limits)
+    say = None if progress is None else (lambda a, s, r: progress(f"{a}/{s}" if several else s, r))
     try:
-        grade_all(pending, pool, a, course_dir, results, progress)
+        grade_all(pending, pool, course_dir, results, say)
     finally:
         pool.close()
-    return [results[s.student] for s in subs if s.student in results]
+    return [results[key] for key in order if key in results]
 
 
 def record(a: Assignment, course_dir: Path, job: Job, wd: Path, result: dict) -> None:
@@ -350,16 +353,16 @@ def record(a: Assignment, course_dir: Path, job: Job, wd: Path, result: dict) ->
     tmp.replace(wd / "recorded.json")
 
 
-def grade_all(pending: list[tuple[Job, Path]], pool: WorkerPool, a: Assignment, course_dir: Path,
-              results: dict[str, dict], progress: Callable[[str, dict], None] | None) -> None:
-    """Grade the pending jobs, ``pool.limits.workers`` at a time; record each as it finishes (in this
-    process only: nbgrader's gradebook is one SQLite file)."""
+def grade_all(pending: list[tuple[Assignment, Job, Path]], pool: WorkerPool, course_dir: Path,
+              results: dict[tuple[str, str], dict], progress: Callable[[str, str, dict], None] | None) -> None:
+    """Grade the pending jobs, ``pool.limits.workers`` at a time, in the order given; record each as it
+    finishes (in this process only: nbgrader's gradebook is one SQLite file)."""
     with ThreadPoolExecutor(max_workers=pool.limits.workers) as threads:
-        futures = {threads.submit(pool.grade, job, wd): (job, wd) for job, wd in pending}
+        futures = {threads.submit(pool.grade, job, wd): (a, job, wd) for a, job, wd in pending}
         for fut in as_completed(futures):
-            job, wd = futures[fut]
+            a, job, wd = futures[fut]
             result = fut.result()
             record(a, course_dir, job, wd, result)
-            results[job.student] = result
+            results[a.name, job.student] = result
             if progress:
-                progress(job.student, result)
+                progress(a.name, job.student, result)

@@ -25,9 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("assignment")
     r.add_argument("--check", action="store_true", help="only check that notebooks/ is up to date")
     g = sub.add_parser("autograde", parents=[common], help="grade a folder of submissions")
-    g.add_argument("assignment")
+    g.add_argument("assignment", nargs="+",
+                   help="the assignment; several are graded as one queue from nbgrader's submitted/ layout")
     g.add_argument("--submissions", type=Path, required=True,
-                   help="folder of <student_id>/<notebook>.ipynb (or nbgrader's submitted/ layout)")
+                   help="folder of <student_id>/<notebook>.ipynb, or nbgrader's <student_id>/<assignment>/ layout "
+                        "(the only one with several assignments)")
     g.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
     g.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
     g.add_argument("--notebook-timeout", type=int, default=900, help="seconds a notebook may run (default 900)")

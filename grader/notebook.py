@@ -65,6 +65,17 @@ def is_student_added(cell: NotebookNode) -> bool:
     return bool(cell.get("metadata", {}).get("grader", {}).get("student_added"))
 
 
+def skip_reason(cell: NotebookNode) -> str:
+    """Why the grader does not run this cell (``metadata.grader.skip`` of a source cell: the notebook's own
+    run of a trained part, which the hidden test repeats on the grader's own seed), or "" if it runs it.
+    A cell the student added never carries one: :func:`merge` rewrites their metadata."""
+    meta = cell.get("metadata", {}).get("grader", {})
+    if not isinstance(meta, dict) or meta.get("student_added"):
+        return ""
+    reason = meta.get("skip")
+    return reason if isinstance(reason, str) else ""
+
+
 def is_autograded_test(cell: NotebookNode) -> bool:
     m = nbgrader_meta(cell)
     return bool(m.get("grade")) and not m.get("solution") and cell.cell_type == "code"
@@ -111,6 +122,9 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
                 cell.source = given.source if isinstance(given.source, str) else "".join(given.source)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if skip_reason(cell):  # what the feedback shows in place of its outputs
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                       text=f"Not run by the grader: {skip_reason(cell)}\n")]
         cells.append(cell)
         if is_autograded_test(cell) and HIDDEN_BEGIN in cell.source:
             # The hidden tests run in a cell of their own, so that they record even when a visible

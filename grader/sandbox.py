@@ -31,6 +31,8 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Dict, Int, List, Unicode
 
+from nlpcourse.threads import THREADS, thread_env
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -149,7 +151,7 @@ def kernel_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
         "JUPYTER_RUNTIME_DIR": str(workdir / ".runtime"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "NLPCOURSE_PROGRESS": "0",
-        "OMP_NUM_THREADS": "1",
+        **thread_env(THREADS["kernel"]),  # one thread per kernel, idle OpenMP threads asleep (nlpcourse/threads.py)
     })
     env.update(extra)
     return env

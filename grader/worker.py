@@ -29,6 +29,7 @@ from nbclient.util import ensure_async
 
 from nlpcourse.checking import Case, Verdict, compare, copy_to, save_cases
 from nlpcourse.device import available_devices
+from nlpcourse.threads import use_threads
 
 from .course import Assignment, load_assignment, load_reference
 from .notebook import (
@@ -41,6 +42,7 @@ from .notebook import (
     merge,
     nbgrader_meta,
     read_submission,
+    skip_reason,
 )
 from .release import LEAK_MARKERS
 from .sandbox import kernel_env, new_kernel_manager, sandbox_available, socket_folder
@@ -218,18 +220,28 @@ class _Client(NotebookClient):
     timed_out: list[int]  # indexes of the cells that ran past the timeout
     wedged: int | None  # index of the cell whose interrupt was not answered (the kernel was stopped)
     grace: float  # seconds an interrupted cell has to stop before its kernel is stopped
+    cell_seconds: dict[int, float]  # index of each cell that ran -> its wall-clock seconds
+    kernel_seconds: float  # from the start of execute to the first cell: the kernel's start-up
     _running: int | None  # index of the cell running now
     _watchdogs: list[asyncio.Task]
+    _started: float
 
     def start_watching(self, grace: float) -> None:
         self.timed_out, self.wedged, self.grace, self._running, self._watchdogs = [], None, grace, None, []
+        self.cell_seconds, self.kernel_seconds, self._started = {}, 0.0, time.monotonic()
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        if skip_reason(cell):  # a source cell the grader does not run (its outputs say why)
+            return cell
+        if not self.cell_seconds and not self.kernel_seconds:
+            self.kernel_seconds = time.monotonic() - self._started
         self._running = cell_index
+        start = time.monotonic()
         try:
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         finally:
             self._running = None
+            self.cell_seconds[cell_index] = time.monotonic() - start
 
     async def _async_handle_timeout(self, timeout, cell=None):
         index = self._running if self._running is not None else -1
@@ -257,7 +269,7 @@ class _Client(NotebookClient):
 
 
 def write_result(workdir: Path, job: Job, status: str, message: str, scores: dict[str, CellScore],
-                 executed=None, seconds: float | None = None) -> dict:
+                 executed=None, seconds: float | None = None, timing: dict[str, float] | None = None) -> dict:
     """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion)."""
     if executed is not None:
         tmp = workdir / "executed.ipynb.tmp"
@@ -273,6 +285,8 @@ def write_result(workdir: Path, job: Job, status: str, message: str, scores: dic
     }
     if seconds is not None:
         result["seconds"] = round(seconds, 1)  # the worker's time on this submission, kernel start included
+    if timing:
+        result["timing"] = {k: round(v, 2) for k, v in timing.items()}  # where those seconds went
     tmp = workdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(workdir / "result.json")
@@ -315,9 +329,10 @@ def _kernel_folder(workdir: Path) -> Path:
     return kdir
 
 
-def execute(merged, job: Job, kdir: Path) -> tuple[str, str]:
-    """Run the merged notebook in a sandboxed kernel; return the status and what went wrong, if anything."""
-    env = kernel_env(kdir, {"NLPCOURSE_GRADER_INPUTS": str(kdir / "inputs.pt"),
+def execute(merged, job: Job, kdir: Path) -> tuple[str, str, dict[str, float]]:
+    """Run the merged notebook in a sandboxed kernel; return the status, what went wrong (if anything) and
+    where the time went (:func:`cell_times`)."""
+    env = kernel_env(kdir, {"NLPCOURSE_GRADER_INPUTS": str(kdir / "inputs"),
                             "NLPCOURSE_GRADER_OUTPUTS": str(kdir / "outputs")})
     sockets = socket_folder()
     km = new_kernel_manager(kdir, [Path(h) for h in job.hide], job.memory_bytes, sockets)
@@ -341,7 +356,32 @@ def execute(merged, job: Job, kdir: Path) -> tuple[str, str]:
         message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
-    return _timeout_status(merged, job, client, status, message)
+    return (*_timeout_status(merged, job, client, status, message), cell_times(merged, client))
+
+
+def cell_kind(cell) -> str:
+    """What a cell of a merged notebook is, for the time profile: ``hidden`` (a test cell's hidden part),
+    ``visible`` (its visible tests), ``answer``, ``added`` (by the student) or ``given`` (set-up, helpers)."""
+    if cell.get("metadata", {}).get("grader", {}).get("hidden_of"):
+        return "hidden"
+    if is_autograded_test(cell):
+        return "visible"
+    if is_student_added(cell):
+        return "added"
+    return "answer" if is_solution(cell) else "given"
+
+
+def cell_times(merged, client: _Client) -> dict[str, float]:
+    """Seconds of the kernel's start-up, then of each kind of cell (:func:`cell_kind`), summed."""
+    times = {"kernel": client.kernel_seconds}
+    for index, seconds in client.cell_seconds.items():
+        kind = cell_kind(merged.cells[index])
+        times[kind] = times.get(kind, 0.0) + seconds
+        if os.environ.get("GRADER_PROFILE_CELLS"):
+            cell = merged.cells[index]
+            gid = nbgrader_meta(cell).get("grade_id") or cell.get("metadata", {}).get("grader", {}).get("hidden_of", "")
+            times[f"{index}:{kind}:{gid}"] = seconds
+    return times
 
 
 def _cell_name(merged, index: int) -> str:
@@ -391,13 +431,17 @@ def run(job: Job) -> dict:
     source = nbformat.read(str(a.source), as_version=4)
     merged, report = merge(source, nbformat.read(str(a.release), as_version=4), student)
     cases = make_cases(reference, job.seed)
-    save_cases(kdir / "inputs.pt", cases)
-    os.chmod(kdir / "inputs.pt", 0o444)
-    status, message = execute(merged, job, kdir)
+    save_cases(kdir / "inputs", cases)
+    for path in [*(kdir / "inputs").iterdir(), kdir / "inputs"]:
+        os.chmod(path, 0o555 if path.is_dir() else 0o444)
+    prepared = time.monotonic()
+    status, message, timing = execute(merged, job, kdir)
+    ran = time.monotonic()
     scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases)
     annotate(merged, scores)
+    timing.update(prepare=prepared - started, judge=time.monotonic() - ran)
     return write_result(workdir, job, status, _summary(scores, message, report), scores, merged,
-                        seconds=time.monotonic() - started)
+                        seconds=time.monotonic() - started, timing=timing)
 
 
 def serve() -> None:
@@ -424,10 +468,10 @@ def serve() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    # The workers run side by side, one per core, beside their kernels (which get OMP_NUM_THREADS=1):
-    # a judge with torch's default thread pool fights them for the cores, and a long sequential
-    # check (a 30,000-step LSTM over a test text) then runs ~50x slower than on one thread.
-    torch.set_num_threads(1)
+    # The workers run side by side, one per core, beside their kernels (one thread each): a judge with
+    # torch's default thread pool fights them for the cores, and a long sequential check (a 30,000-step
+    # LSTM over a test text) then runs ~50x slower than on one thread (nlpcourse/threads.py).
+    use_threads("judge")
     if args == ["--serve"]:
         serve()
         return 0

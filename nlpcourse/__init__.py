@@ -3,6 +3,7 @@
 Data, vocabularies, batching, the training loop, plotting and widgets. It holds no answer to a
 graded exercise: the assignments ask students to write those.
 """
+from . import threads  # first: it sets the thread policy before anything below imports torch (see its docstring)
 from .device import available_devices, get_device, to_device
 from .errors import (
     ArgumentTypeError,
@@ -18,6 +19,7 @@ from .errors import (
 from .history import History
 from .seed import seed_everything
 from .shapes import check_shape
+from .threads import use_threads
 from .train import Checkpoint, fit, load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
@@ -41,5 +43,7 @@ __all__ = [
     "load_checkpoint",
     "save_checkpoint",
     "seed_everything",
+    "threads",
     "to_device",
+    "use_threads",
 ]

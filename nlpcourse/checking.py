@@ -25,7 +25,7 @@ import torch
 from .errors import CourseError, ReturnTypeError
 
 #: Environment variables the grader sets in the kernel it runs a submission in.
-INPUTS_ENV = "NLPCOURSE_GRADER_INPUTS"  # file with the cases, {part: [case, ...]}
+INPUTS_ENV = "NLPCOURSE_GRADER_INPUTS"  # folder with the cases, one file <part>.pt per part
 OUTPUTS_ENV = "NLPCOURSE_GRADER_OUTPUTS"  # folder where record() writes <part>.pt
 
 #: Default tolerances (rtol, atol) by dtype: looser for lower precision.
@@ -321,14 +321,21 @@ def check_shape_of(part: str, fn: Callable, args: Sequence[Any], shapes: Any) ->
 # ------------------------------------------------------------------ hidden tests: record, then compare outside
 
 
-def load_cases(path: str | Path) -> dict[str, list[Case]]:
-    """Read the cases the grader wrote (tensors and plain data only: nothing executable)."""
-    raw = torch.load(path, map_location="cpu", weights_only=True)
-    return {part: [Case.from_dict(c) for c in cases] for part, cases in raw.items()}
+def load_cases(folder: str | Path, part: str | None = None) -> dict[str, list[Case]]:
+    """Read the cases the grader wrote (tensors and plain data only: nothing executable), one file per part
+    (``folder/<part>.pt``): every part's, or only ``part``'s (a hidden test reads only its own)."""
+    folder = Path(folder)
+    files = [folder / f"{part}.pt"] if part is not None else sorted(folder.glob("*.pt"))
+    return {f.stem: [Case.from_dict(c) for c in torch.load(f, map_location="cpu", weights_only=True)]
+            for f in files if f.is_file()}
 
 
-def save_cases(path: str | Path, cases: Mapping[str, Sequence[Case]]) -> None:
-    torch.save({part: [copy_to(c.to_dict(), "cpu") for c in cs] for part, cs in cases.items()}, path)
+def save_cases(folder: str | Path, cases: Mapping[str, Sequence[Case]]) -> None:
+    """Write the cases, one file per part (``folder/<part>.pt``), so that each hidden test reads only its own."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for part, cs in cases.items():
+        torch.save([copy_to(c.to_dict(), "cpu") for c in cs], folder / f"{part}.pt")
 
 
 def run_case(fn: Callable, case: Case) -> dict[str, Any]:
@@ -362,7 +369,7 @@ def record(part: str, fn: Callable) -> None:
     if not inputs or not outdir:
         print(f"[{part}] hidden tests run when the grader grades this notebook")
         return
-    cases = load_cases(inputs).get(part, [])
+    cases = load_cases(inputs, part).get(part, [])
     results = []
     for case in cases:
         if case.device != "cpu" and not torch.cuda.is_available():

@@ -4,7 +4,8 @@
 The book build executes every chapter and keeps the results in its Jupyter cache
 (``_build/.jupyter_cache``). nbval re-runs a notebook and compares the new outputs with the stored
 ones, so ``make test`` gives it these notebooks: a chapter that fails, or whose numbers change
-from one run to the next, fails the test suite.
+from one run to the next, fails the test suite. The paths are printed the longest chapter first (by the
+build's timing), the order in which ``make test`` hands them to nbval's two workers.
 
     python scripts/executed_chapters.py [--out _build/executed]
 """
@@ -53,8 +54,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "executed")
     args = ap.parse_args()
     cache = get_cache(str(ROOT / "_build" / ".jupyter_cache"))
+    seconds = {r.uri: r.data.get("execution_seconds", 0) for r in cache.list_cache_records()}
     missing = []
-    for path in chapters():
+    for path in sorted(chapters(), key=lambda p: -seconds.get(str(p), 0)):  # the longest first
         nb = jupytext.read(path)
         try:
             _, merged = cache.merge_match_into_notebook(nb)

@@ -53,6 +53,16 @@ def points(assignment: str) -> Points:
     return Points(auto, manual)
 
 
+def part_cases(assignment: str, seed: int) -> dict:
+    """part -> the hidden-test cases that its generator draws on the CPU from a generator seeded with ``seed``."""
+    import torch
+
+    from grader.course import load_reference
+
+    parts = load_reference(load_assignment(assignment)).PARTS
+    return {part: spec.cases(torch.Generator().manual_seed(seed), "cpu") for part, spec in parts.items()}
+
+
 # ------------------------------------------------------------------ running the grader
 
 

@@ -45,6 +45,15 @@ def test_toc_lists_existing_pages_and_at_least_one_chapter():
     assert "book/building_blocks" in notebook_chapters()
 
 
+def test_every_chapter_has_an_expected_execution_time():
+    """The book build executes the longest chapters first (scripts/execute_chapters.py): a fresh clone, with no
+    timing in its cache yet, orders them by EXPECTED_SECONDS, which must name every chapter."""
+    spec = importlib.util.spec_from_file_location("execute_chapters", ROOT / "scripts" / "execute_chapters.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert {Path(c).name for c in notebook_chapters()} == set(mod.EXPECTED_SECONDS)
+
+
 @pytest.mark.parametrize("chapter", notebook_chapters())
 def test_chapter_was_executed_without_errors(chapter):
     require_site()

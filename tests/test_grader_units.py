@@ -9,7 +9,7 @@ import nbformat
 import pytest
 import torch
 
-from grader.notebook import CODE_STUB, HIDDEN_BEGIN, cell_timeout, forbidden_uses, merge
+from grader.notebook import CODE_STUB, HIDDEN_BEGIN, cell_timeout, forbidden_uses, merge, skip_reason
 from grader.spec import tensor_problem
 from grader.worker import _load_recording
 from grader.worker import main as worker_main
@@ -120,6 +120,22 @@ def test_a_trained_parts_cells_get_the_source_timeout_and_a_student_cannot_take_
     assert cell_timeout(nbformat.v4.new_code_cell("x", metadata={"grader": {"timeout": True}}), 60) == 60
 
 
+def test_only_the_source_can_keep_a_cell_from_running():
+    """A source cell with ``grader.skip`` (the notebook's own run of a trained part) is not run and its output
+    says why; a student's added cell, or a student's copy of a source cell, claiming one runs all the same."""
+    source = _nb(("answer", True, "def f():\n    return 1"), ("own-run", False, "print(f())"))
+    source.cells[1].metadata["grader"] = {"skip": "it trains with seed 0; the hidden test trains on another"}
+    student = _nb(("answer", True, "def f():\n    return 1"), ("own-run", False, "print(f())"))
+    student.cells.append(nbformat.v4.new_code_cell("print(2)", metadata={"grader": {"skip": "mine"}}))
+    student.cells[0].metadata["grader"] = {"skip": "mine too"}
+    merged, _ = merge(source, source, student)
+    reasons = {c.source: skip_reason(c) for c in merged.cells}
+    assert reasons == {"def f():\n    return 1": "", "print(f())": source.cells[1].metadata["grader"]["skip"],
+                       "print(2)": ""}
+    own = next(c for c in merged.cells if c.source == "print(f())")
+    assert own.outputs[0]["text"].startswith("Not run by the grader: it trains with seed 0")
+
+
 @pytest.mark.skipif(not __import__("grader.sandbox", fromlist=["x"]).sandbox_available(), reason="needs bubblewrap")
 def test_sandbox_file_system_holds_only_what_the_kernel_needs(tmp_path):
     """Allow-list: Python, the library and the data are there; solutions/, the tests and the shadow
@@ -182,3 +198,23 @@ def test_worker_judges_on_one_thread():
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_several_assignments_are_read_from_nbgraders_layout_only(tmp_path):
+    """With several assignments, a student folder counts for an assignment only if it has that assignment's
+    folder; graded alone, the same folders are each a submission (a missing one when empty)."""
+    from grader.autograde import autograde, find_submissions
+    from grader.course import GraderError, load_assignment
+
+    backprop, cnn = load_assignment("backprop"), load_assignment("cnn")
+    for student, a in [("alice", backprop), ("alice", cnn), ("bob", cnn)]:
+        (tmp_path / student / a.name).mkdir(parents=True)
+        (tmp_path / student / a.name / a.notebook).write_text("{}")
+    (tmp_path / "carol" / "backprop").mkdir(parents=True)  # a folder for backprop, but no notebook in it
+    several = {a.name: [(s.student, s.status_hint) for s in find_submissions(a, tmp_path, nested_only=True)]
+               for a in (backprop, cnn)}
+    assert several == {"backprop": [("alice", ""), ("carol", "missing")], "cnn": [("alice", ""), ("bob", "")]}
+    alone = [(s.student, s.status_hint) for s in find_submissions(backprop, tmp_path)]
+    assert alone == [("alice", ""), ("bob", "missing"), ("carol", "missing")]
+    with pytest.raises(GraderError, match="once"):
+        autograde(["backprop", "backprop"], tmp_path, tmp_path / "course")

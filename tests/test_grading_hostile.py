@@ -206,7 +206,7 @@ import nlpcourse.checking as checking
 
 def fake_record(part, fn):
     """Ignore fn; claim every case returned zeros shaped like its first argument."""
-    cases = checking.load_cases(os.environ["NLPCOURSE_GRADER_INPUTS"])[part]
+    cases = checking.load_cases(os.environ["NLPCOURSE_GRADER_INPUTS"], part)[part]
     fakes = [{"ok": True, "value": checking._map(c.args[0], torch.zeros_like), "devices": ["cpu"]} for c in cases]
     torch.save(fakes, Path(os.environ["NLPCOURSE_GRADER_OUTPUTS"]) / f"{part}.pt")
 
@@ -445,7 +445,7 @@ def reader_targets(folder: Path, course_dir: Path) -> tuple[list[str], list[str]
     targets = [REFERENCE, SOURCE, ROOT / ".git" / "HEAD", ROOT / "_grading" / "gradebook.db",
                course_dir / "gradebook.db", course_dir / ".grading_secret",
                course_dir / "work" / ASSIGNMENT / "solution" / "submitted" / NOTEBOOK,
-               course_dir / "work" / ASSIGNMENT / "solution" / "inputs.pt",
+               course_dir / "work" / ASSIGNMENT / "solution" / "kernel" / "inputs" / "linear_forward.pt",
                folder / "solution" / NOTEBOOK, Path.home() / ".bash_history",
                ROOT / "solutions" / ASSIGNMENT / "bugs.py"]
     folders = [ROOT, ROOT / "solutions", course_dir, course_dir / "work" / ASSIGNMENT, folder, Path.home()]

@@ -577,21 +577,18 @@ def relative_error_cases(g: torch.Generator, device: str) -> list[Case]:
 
 
 def train_cases(g: torch.Generator, device: str) -> list[Case]:
-    """(split_seed, vocab_size, hidden, seed): the kernel builds the data itself (review_data), trains,
-    and check_training measures the returned parameters. CPU only: the time limit that the notebook
-    states is for one CPU thread (a GPU run would add a second round of training to the same cell).
-    No hidden size below 8: with H = 2, about 2 % of the solution's runs end with both ReLU units dead
-    (never active on any review), at the majority class."""
+    """(split_seed, vocab_size, hidden, seed): one run, on a split, a hidden size and a seed of the grader's
+    (the notebook's own run uses split 0, H = 32 and seed 0); the kernel builds the data itself
+    (review_data), trains, and check_training measures the returned parameters. CPU only: the time limit
+    that the notebook states is for one CPU thread. No hidden size below 8: with H = 2, about 2 % of the
+    solution's runs end with both ReLU units dead (never active on any review), at the majority class."""
     if device != "cpu":
         return []
-    split_1, split_2 = (int(s) for s in torch.randint(1, 10**6, (2,), generator=g))
-    seeds = [int(s) for s in torch.randint(0, 10**6, (3,), generator=g)]
-    return [
-        make_case("split seed 0 (as in the visible test), 2000 words, H=32", (0, TRAIN_VOCAB, 32, seeds[0]), device),
-        make_case(f"split seed {split_1}, 2000 words, H=16", (split_1, TRAIN_VOCAB, 16, seeds[1]), device),
-        make_case(f"split seed {split_2}, 2000 words, a small hidden layer (H=8)", (split_2, TRAIN_VOCAB, 8, seeds[2]),
-                  device),
-    ]
+    split = int(torch.randint(1, 10**6, (1,), generator=g))
+    hidden = (8, 16, 32)[int(torch.randint(0, 3, (1,), generator=g))]
+    seed = int(torch.randint(0, 10**6, (1,), generator=g))
+    return [make_case(f"split seed {split}, 2000 words, H={hidden}, seed {seed}", (split, TRAIN_VOCAB, hidden, seed),
+                      device)]
 
 
 # ------------------------------------------------------------------ the parts

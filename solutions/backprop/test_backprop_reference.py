@@ -115,7 +115,7 @@ def test_training_check_measures_the_parameters_itself():
 def test_notebook_states_the_graded_numbers():
     cells = _cells()
     required = f"{REFERENCE.REQUIRED_ACCURACY:.2f}"
-    assert f"at least {required}" in cells["train-md"] and f"accuracy >= {required}" in cells["train-test"]
+    assert f"at least {required}" in cells["train-md"] and f"accuracy >= {required}" in cells["train-run"]
     assert f"{REFERENCE.TRAIN_VOCAB} words" in " ".join(cells["train-md"].split())
     assert "1e-5" in cells["gradcheck-md"].replace("10^{-5}", "1e-5") and "10^{-8}" in cells["gradcheck-md"]
 

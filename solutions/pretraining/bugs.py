@@ -9,6 +9,11 @@ classifier is measured, not guessed (TRAINING_WITH_BUGS: the grader's test AUC f
 the returned weights with its own head, [CLS] through the tanh pooler; a model trained with another head is
 scored as a different function from the one it learnt. The grading test suite
 (tests/test_grading_assignments.py) plants each one; private.
+
+One run per submission: the grader fine-tunes once, on a seed of its own. Measured that way, with
+``python scripts/trained_part_seeds.py pretraining --bug N --seeds 20`` (student seeds 0-19): the solution's test
+AUC 0.670 to 0.707, all 20 pass; no zero_grad 0.438 to 0.606, all 20 fail (mean 0.50, standard deviation 0.04:
+the bar is 3 standard deviations above it).
 """
 from __future__ import annotations
 

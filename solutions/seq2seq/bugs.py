@@ -11,6 +11,12 @@ gets 3.30 and 3.24 there, 3.23 to 3.35 over seeds 0-9 and 11-16; a decoder blind
 The grader scores the trained weights with the course's ``Seq2Seq``, so a bug the student's own decoder adapts
 to (the context and the state concatenated in the other order) still fails: the weights are read in the
 course's layout. The grading test suite (tests/test_grading_assignments.py) plants each one; private.
+
+One run per submission: the grader trains once, on a seed of its own. Measured that way, with
+``python scripts/trained_part_seeds.py seq2seq --bug N --seeds 20`` (student seeds 0-19; the solution 3.27 to
+3.40, all 20 pass): every bug listed as losing the training cell fails it on all 20 seeds, by far (the softmax
+over the queries: nan; [h; c] in the other order 4.89 to 5.88; no teacher forcing 4.06 to 4.20; BOS/EOS off by
+one 11.6 to 12.4).
 """
 from __future__ import annotations
 

@@ -16,6 +16,14 @@ layer norm over the batch, is scored as a different function from the one it lea
 costs depends on the seed (15 seeds each: 5.60 to 6.33, and 5.84 to 6.17): the train cell may lose points
 under those two bugs or not (``may_lose``); every other cell's outcome holds on every seed. The grading
 test suite (tests/test_grading_assignments.py) plants each one; private.
+
+One run per submission: the grader trains once, on a seed of its own. Measured that way, with
+``python scripts/trained_part_seeds.py transformer --bug N --seeds 20`` (student seeds 0-19; the solution 5.39
+to 5.55, all 20 pass): the diagonal masked (nan), the next position visible (8.98 to 9.25) and no causal mask
+(8.33 to 8.79) fail on all 20; the projection read transposed (5.65 to 6.25) and the layer norm over the
+batch (5.93 to 6.29) pass on all 20 (may lose). The mask applied after the softmax fails on all 20 (6.33 to
+7.03), too close to 6.3 to hold on every seed (mean 6.6, standard deviation 0.18: about one seed in 20 would
+pass): it may lose the training cell or not (``may_lose``), and loses its four other cells on every seed.
 """
 from __future__ import annotations
 
@@ -50,7 +58,8 @@ BUGS: list[Bug] = [
         '    if mask is not None:\n        scores = scores.masked_fill(~mask, float("-inf"))  # a forbidden key: '
         'weight exp(-inf) = 0\n    weights = torch.softmax(scores, dim=-1)  # over the keys\n',
         "    weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n"
-        "        weights = weights.masked_fill(~mask, 0.0)\n", {ATTENTION, MHA, BLOCK, ENCODE, TRAIN}),
+        "        weights = weights.masked_fill(~mask, 0.0)\n", {ATTENTION, MHA, BLOCK, ENCODE},
+        may_lose=frozenset({TRAIN})),
     Bug("multi_head_attention: heads split on the wrong axis ((B, N, D) viewed as (B, H, N, Dh))",
         "mha-solution", "return x.reshape(x.shape[0], x.shape[1], heads, D // heads).transpose(1, 2)",
         "return x.reshape(x.shape[0], heads, x.shape[1], D // heads)", {MHA, BLOCK, ENCODE}),

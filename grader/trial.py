@@ -1,0 +1,123 @@
+"""Trying an assignment's trained part outside a kernel, the way the grader judges it, on many grader seeds.
+
+A trained part is graded on one run of the student's trainer, on a seed the grader draws from the student's
+secret seed, judged by the part's ``check``. Where its bar sits, and which planted bugs fail it on every
+seed and which only on some (``Bug.may_lose``), is measured here: the solution (or the solution with one
+planted bug) is run over seeds 0, 1, 2... as student seeds, each giving the cases the grader would make,
+and every run is judged by the grader's own check. ``scripts/trained_part_seeds.py`` is the command line.
+
+The answer cells run in this process (no sandbox): use it on the course's own solution and bugs only.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from collections.abc import Callable
+from typing import Any
+
+import nbformat
+
+from nlpcourse.checking import Verdict, copy_to, run_case
+
+from .course import GraderError, load_assignment, load_bugs, load_reference
+from .notebook import HIDDEN_BEGIN, is_autograded_test, is_solution, nbgrader_meta, skip_reason
+from .submissions import solution_answers
+from .worker import make_cases
+
+
+def trained_part(assignment: str) -> str:
+    """The name of the assignment's trained part: the part whose test cell has the longest hidden run, i.e.
+    the one with a ``check`` in the cell named ``train-test``."""
+    parts = load_reference(load_assignment(assignment)).PARTS
+    names = [name for name, part in parts.items() if part.test_cell == "train-test"]
+    if len(names) != 1:
+        raise GraderError(f"{assignment}: expected one part graded in the cell train-test, found {names}")
+    return names[0]
+
+
+def solved_namespace(assignment: str, bug: int | None = None) -> dict[str, Any]:
+    """Run the notebook's set-up, given and answer cells (the solution's, with planted bug ``bug`` if given)
+    in one namespace, as a kernel would (a cell that raises does not stop the next), without the test cells
+    and the cells the grader skips; return it
+    with ``recorded``: part name -> the function each hidden test hands to ``record``."""
+    a = load_assignment(assignment)
+    answers = solution_answers(assignment)
+    if bug is not None:
+        bugs = load_bugs(a)
+        if not 0 <= bug < len(bugs):
+            raise GraderError(f"{assignment} has {len(bugs)} planted bugs: no bug {bug}")
+        b = bugs[bug]
+        answers[b.cell] = answers[b.cell].replace(b.old, b.new, 1)
+    recorded: dict[str, Callable] = {}
+    namespace: dict[str, Any] = {"recorded": recorded}
+    with contextlib.redirect_stdout(io.StringIO()):  # what the cells print (worked examples) is not wanted here
+        _run_cells(a, answers, namespace, recorded)
+    return namespace
+
+
+def _run_cells(a, answers: dict[str, str], namespace: dict[str, Any], recorded: dict[str, Callable]) -> None:
+    for cell in nbformat.read(str(a.source), as_version=4).cells:
+        if cell.cell_type != "code" or skip_reason(cell):
+            continue
+        if is_autograded_test(cell):
+            hidden = cell.source.partition(HIDDEN_BEGIN)[2]
+            exec(hidden, {**namespace, "record": lambda part, fn: recorded.__setitem__(part, fn)})
+            continue
+        source = answers[nbgrader_meta(cell)["grade_id"]] if is_solution(cell) else cell.source
+        try:
+            exec(_without_magics(source), namespace)
+        except Exception:  # noqa: BLE001 - as in a kernel, an error in one cell does not stop the next
+            continue
+
+
+def _without_magics(source: str) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source).replace("get_ipython().run_line_magic", "(lambda *a: None)")
+
+
+def judge_seeds(assignment: str, seeds: list[int], bug: int | None = None,
+                report: Callable[[dict], None] | None = None) -> list[dict]:
+    """Run the trained part for each student seed of ``seeds`` as the grader would (its cases from the seed,
+    the trainer called on each, the part's check on what it returns); one row per case:
+    ``{"seed", "case", "ok", "message", "details", "seconds"}``."""
+    a = load_assignment(assignment)
+    reference = load_reference(a)
+    name = trained_part(assignment)
+    part = reference.PARTS[name]
+    fn = solved_namespace(assignment, bug)["recorded"][name]
+    rows = []
+    for seed in seeds:
+        for case in make_cases(_Only(reference, name), seed)[name]:
+            start = time.monotonic()
+            got = run_case(fn, case)
+            seconds = time.monotonic() - start
+            if got["ok"]:
+                expected = part.reference(*copy_to(case.args, "cpu"))
+                verdict = part.check(expected, got["value"], case, None) if part.check else Verdict(True)
+            else:
+                verdict = Verdict(False, f"raised {got['error']}")
+            row = {"seed": seed, "case": case.name, "ok": verdict.ok, "message": verdict.message,
+                   "details": {k: float(v) for k, v in verdict.details.items() if isinstance(v, (int, float))},
+                   "seconds": round(seconds, 2)}
+            rows.append(row)
+            if report:
+                report(row)
+    return rows
+
+
+class _Only:
+    """A reference module seen with one part only (make_cases then draws that part's cases alone)."""
+
+    def __init__(self, reference, name: str):
+        self.PARTS = {name: reference.PARTS[name]}
+
+
+def summary(rows: list[dict]) -> dict:
+    """How many runs passed, and the range of each number the check measured."""
+    out: dict[str, Any] = {"runs": len(rows), "passed": sum(r["ok"] for r in rows)}
+    for key in sorted({k for r in rows for k in r["details"]}):
+        values = [r["details"][key] for r in rows if key in r["details"]]
+        out[key] = [min(values), max(values)]
+    return out
