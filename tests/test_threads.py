@@ -68,7 +68,7 @@ def test_the_makefile_and_the_grader_use_the_policy(tmp_path):
     assert re.search(rf"^export OMP_WAIT_POLICY := {WAIT_POLICY}$", makefile, re.M)
     env = kernel_env(tmp_path, {})
     assert {k: env[k] for k in thread_env(THREADS["kernel"])} == thread_env(THREADS["kernel"])
-    assert env["OMP_NUM_THREADS"] == "1" and env["OMP_WAIT_POLICY"] == WAIT_POLICY
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1" and env["OMP_WAIT_POLICY"] == WAIT_POLICY
 
 
 def test_use_threads_by_place_or_number_and_refuses_nonsense():
@@ -83,3 +83,45 @@ def test_use_threads_by_place_or_number_and_refuses_nonsense():
                 use_threads(bad)
     finally:
         torch.set_num_threads(before)
+
+
+# A child process: numpy multiplies on two BLAS threads (or on what use_threads leaves), then sleeps 50 ms,
+# ten times; prints the CPU seconds burnt while it slept and the threads of every BLAS library loaded by then,
+# scipy's (loaded after use_threads) included.
+BLAS_IDLE_CPU = """
+import json, resource, sys, time
+import numpy as np
+{use}
+x = np.random.default_rng(0).random((400, 400))
+idle = 0.0
+for _ in range(10):
+    y = x @ x
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    time.sleep(0.05)
+    idle += resource.getrusage(resource.RUSAGE_SELF).ru_utime - before
+import scipy.linalg
+from threadpoolctl import threadpool_info
+blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+print(json.dumps({{"idle_cpu": idle, "threads": blas}}))
+"""
+
+
+def _blas_child(use: str) -> dict:
+    import os
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "OPENBLAS_"))}
+    clean["OPENBLAS_NUM_THREADS"] = "2"  # the default on the course's 2-core machine, on any machine
+    out = subprocess.run([sys.executable, "-c", BLAS_IDLE_CPU.format(use=use)], capture_output=True, text=True,
+                         env=clean, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_use_threads_limits_blas_loaded_before_and_after_and_its_threads_stop_spinning():
+    """The control (numpy's two OpenBLAS threads) shows that the measure sees spinning; after
+    ``use_threads(1)`` numpy's BLAS and scipy's, loaded later, have one thread and burn nothing idle."""
+    spinning = _blas_child("")
+    course = _blas_child("import nlpcourse\nnlpcourse.use_threads('chapter')")
+    assert course["threads"] and set(course["threads"]) == {THREADS["chapter"]}, course
+    if spinning["idle_cpu"] < 0.05:
+        pytest.skip(f"this OpenBLAS does not spin while idle ({spinning['idle_cpu']:.3f} s)")
+    assert course["idle_cpu"] < spinning["idle_cpu"] / 5, (course, spinning)

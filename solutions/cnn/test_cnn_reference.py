@@ -66,12 +66,13 @@ def test_notebook_gradcheck_functions_are_the_graders():
 
 
 def test_the_notebooks_measure_is_the_graders_and_the_solution_clears_the_bar():
-    """The solution's trainer with two seeds: its accuracy by the notebook's ``accuracy`` (the student's
+    """The solution's trainer on one seed (the suite grades the solution on another, in the kernel; the bar's
+    margin over 20 seeds is in reference.py): its accuracy by the notebook's ``accuracy`` (the student's
     functions) equals the grader's ``split_accuracy`` (PyTorch's convolution), and clears the threshold on the
     test part; the grader's check accepts it and rejects broken parameters with a reason."""
     torch.set_num_threads(1)
     ns = _run_cells(*TRAINER_CELLS)
-    for seed in (5, 6):
+    for seed in (5,):
         params = ns["train_cnn"](seed)
         for part in ("valid", "test"):
             assert ns["accuracy"](params, part) == pytest.approx(REFERENCE.split_accuracy(params, part), abs=1e-3)

@@ -200,7 +200,7 @@ CHARS = 300_000  # the trainer's corpus: the first 300,000 characters of Shakesp
 #: dim, hidden, batch, bptt, lr, steps, clip.
 TRAIN_SETTINGS = (32, 64, 32, 8, 0.02, 300, 1.0)
 #: The threshold, stated in the notebook. The solution's test perplexity over seeds 0-9 (test_rnnlm_reference.py
-#: measures 2 more): see MEASURED; a unigram model of the training characters gets 26.4 on the test part, a
+#: measures 1 more): see MEASURED; a unigram model of the training characters gets 26.4 on the test part, a
 #: bigram model (add-0.1) 12.0, an untrained model (all logits 0) 75 (the vocabulary).
 MAX_TEST_PERPLEXITY = 10.0
 MEASURED = "8.99 to 9.27"

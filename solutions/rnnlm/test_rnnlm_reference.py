@@ -91,14 +91,15 @@ def test_the_statistical_test_accepts_the_reference_and_rejects_a_wrong_temperat
 
 
 def test_the_solution_clears_the_bar_and_the_judge_rejects_broken_weights():
-    """The solution's trainer with two seeds: the grader's test perplexity (nn.LSTM) clears the threshold with a
+    """The solution's trainer on one seed (the suite grades the solution on another, in the kernel; the bar's
+    margin over 20 seeds is in reference.py): the grader's test perplexity (nn.LSTM) clears the threshold with a
     margin, and the notebook's char_perplexity (the student's LSTM) agrees with the grader's on the validation
     part; the check rejects weights in another gate order, nan, and a wrong shape, with a reason."""
     torch.set_num_threads(1)
     ns = _run_cells(*TRAINER_CELLS)
     case = Case("seed", [0, *REFERENCE.TRAIN_SETTINGS])
     expected = REFERENCE.train_char_lm(*case.args)
-    for seed in (10, 11):
+    for seed in (10,):
         params = ns["train_char_lm"](seed)
         assert ns["char_perplexity"](params, "valid") == pytest.approx(REFERENCE.char_perplexity(params, "valid"),
                                                                       rel=1e-4)
