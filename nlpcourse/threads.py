@@ -3,11 +3,12 @@
 PyTorch runs its CPU kernels on an OpenMP thread pool (GNU libgomp, in PyTorch's wheels). By default a
 thread that has finished its share of a parallel loop *spins* for a while, burning its core, before it
 sleeps. On an idle machine that saves a few microseconds per loop; on a busy one the spinning threads
-take the cores from the very work they wait for. Measured on the course's 2-core machine, the word2vec
-trainer on two threads, with one busy single-threaded process beside it: skip-gram 7.1 s and CBOW 6.2 s,
-against 2.4 s and 2.0 s with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads sleep at once); 1.8 s and
-2.8 s on the idle machine (``grader/README.md`` has the command). A browser tab, a second notebook or
-the grader's other kernel is such a busy process. So the policy is:
+take the cores from the very work they wait for. Measured on the course's 2-core machine
+(``benchmarks/threads.py``), the word2vec trainer on two threads with one busy single-threaded process
+beside it: skip-gram 10.3 s and CBOW 9.7 s, against 4.0 s and 2.4 s with ``OMP_WAIT_POLICY=PASSIVE``
+(waiting threads sleep at once). On the quiet machine waking them costs time: 2.6 s and 1.6 s by default,
+3.0 s and 3.4 s passive; with one thread, the course's default, there is no thread to wake. A browser tab,
+a second notebook or the grader's other kernel is such a busy process. So the policy is:
 
 * **Wait policy: PASSIVE everywhere.** OpenMP reads ``OMP_WAIT_POLICY`` once, when torch loads it, so it
   must be in the environment before ``import torch``. Importing ``nlpcourse`` (or ``grader``) before torch

@@ -132,14 +132,21 @@ def test_release_command_says_whether_the_release_is_current(tmp_path):
     assert "up to date" in proc.stdout
 
 
+@pytest.fixture(scope="module")
+def release_course(tmp_path_factory):
+    """One course folder for the fresh releases below: nbgrader creates its gradebook once (running
+    ``alembic`` in a process of its own, 2.5 s), not once per assignment."""
+    return tmp_path_factory.mktemp("release-course")
+
+
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_release_is_current_and_reproducible(tmp_path, monkeypatch, name):
+def test_release_is_current_and_reproducible(tmp_path, monkeypatch, release_course, name):
     """A fresh release of ``solutions/<name>`` is ``notebooks/<name>``, file for file and byte for byte: the
     release is current, and reproducible (the committed one was made by an earlier run, in another folder)."""
     from grader.release import generate
 
     monkeypatch.setenv("PATH", grader_env()["PATH"])
-    out = generate(name, tmp_path / "release", tmp_path / "course")
+    out = generate(name, tmp_path / "release", release_course)
     fresh = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     folder = load_assignment(name).release.parent
     committed = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}

@@ -362,8 +362,9 @@ def _real_states(g, B):
     its encoder states and its decoder's GRU states reading the reference (teacher forcing)."""
     model, split = _trained(), _chapter_split()
     index = torch.randperm(len(split.test), generator=g)[:B].tolist()
-    src = pad_batch([split.source_ids("test")[i] for i in index]).tokens
-    tgt = pad_batch([split.target_ids("test")[i] for i in index]).tokens
+    src_ids, tgt_ids = split.source_ids("test"), split.target_ids("test")  # the whole part, encoded once
+    src = pad_batch([src_ids[i] for i in index]).tokens
+    tgt = pad_batch([tgt_ids[i] for i in index]).tokens
     enc = model.encode(src)
     out, _ = model.decoder(model.tgt_embed(tgt[:, :-1]), model.init_state(enc))  # (B,T,H)
     return out, enc.memory, enc.mask, src, tgt
@@ -495,9 +496,9 @@ def masked_ce_cases(g: torch.Generator, device: str) -> list[Case]:
                            (_randn(g, 1, 4, 8), targets, 5), device))
     split = translation_data()
     index = torch.randperm(len(split.valid), generator=g)[:6].tolist()
-    tgt = pad_batch([split.target_ids("valid")[i] for i in index]).tokens[:, 1:]
-    counts = torch.bincount(torch.tensor([t for s in split.target_ids("train") for t in s[1:]]),
-                            minlength=len(split.tgt_vocab.itos)).double() + 0.5
+    valid = split.target_ids("valid")  # the whole part, encoded once
+    tgt = pad_batch([valid[i] for i in index]).tokens[:, 1:]
+    counts = _unigram_counts() + 0.5
     logits = counts.log().to(f32).expand(*tgt.shape, -1).clone() + _randn(g, *tgt.shape, counts.numel(), dtype=f32)
     cases.append(make_case(f"real: 6 validation verses (up to {tgt.shape[1]} tokens), a noisy unigram model of the "
                            "training targets (V=1591), float32", (logits, tgt, PAD), device, 1e-5, 1e-6))
@@ -511,6 +512,14 @@ def _toy(g, V, H, dt=f64, scale=1.0, table=None):
     table[:, [PAD, BOS]] = -30.0
     return {"X": _randn(g, V, H, dtype=dt), "W_hh": _randn(g, H, H, dtype=dt, scale=1 / math.sqrt(H)),
             "W_hy": _randn(g, V, H, dtype=dt, scale=0.3 if real else 1.0), "table": table}
+
+
+@lru_cache(maxsize=1)
+def _unigram_counts():
+    """(V,) counts of the training verses' Spanish tokens (<bos> not counted), float64."""
+    split = translation_data()
+    return torch.bincount(torch.tensor([t for s in split.target_ids("train") for t in s[1:]]),
+                          minlength=len(split.tgt_vocab.itos)).double()
 
 
 @lru_cache(maxsize=1)
@@ -536,7 +545,8 @@ def teacher_cases(g: torch.Generator, device: str) -> list[Case]:
                                       PAD), device, *((1e-5, 1e-6) if dt == f32 else (None, None))))
     split = translation_data()
     index = torch.randperm(len(split.valid), generator=g)[:5].tolist()
-    tgt = pad_batch([split.target_ids("valid")[i] for i in index]).tokens
+    valid = split.target_ids("valid")  # the whole part, encoded once
+    tgt = pad_batch([valid[i] for i in index]).tokens
     toy = _toy(g, len(split.tgt_vocab.itos), 8, f64, table=_bigram_table().clone())
     cases.append(make_case(f"real: 5 validation verses ({tgt.shape[1]} positions), a Spanish bigram model of the "
                            "training verses (V=1591) plus a small recurrent term, float64",

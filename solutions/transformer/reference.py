@@ -305,8 +305,9 @@ def _real_batch(g, B, part="test"):
     """(src (B,S), y_in (B,T)) of B random verses of ``part`` in the chapter's pieces."""
     sub = spanish_verses()
     index = torch.randperm(len(sub.split.part(part)), generator=g)[:B].tolist()
-    src = pad_batch([sub.source_ids(part)[i] for i in index]).tokens
-    tgt = pad_batch([sub.target_ids(part)[i] for i in index]).tokens
+    src_ids, tgt_ids = sub.source_ids(part), sub.target_ids(part)  # the whole part, encoded once
+    src = pad_batch([src_ids[i] for i in index]).tokens
+    tgt = pad_batch([tgt_ids[i] for i in index]).tokens
     return src, tgt[:, :-1]
 
 
