@@ -23,12 +23,10 @@ help:
 
 setup: $(STAMP) $(VENDOR)
 
-# --no-compile: pip would byte-compile all 17,000 modules of the environment (280 MB of source) on one core;
-# Python compiles, and caches, the ones that are imported, on first use (the book build, outside any sandbox).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -e '.[all]'
+	$(PY) -m pip install --quiet -e '.[all]'
 	@touch $@
 
 $(VENDOR): package.json package-lock.json scripts/vendor_js.py scripts/widgets_setup.js
