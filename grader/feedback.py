@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.converters import GenerateFeedback
+from nbgrader.converters.base import NbGraderException
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from traitlets import Bool
@@ -51,21 +52,13 @@ def feedback(assignment: str, course_dir: Path) -> list[Path]:
     assets.mkdir(parents=True, exist_ok=True)
     if MATHJAX.exists():
         shutil.copy(MATHJAX, assets / "tex-svg-full.js")
-    written, withheld = [], []
+    _generate(a, course_dir)
+    written, withheld, missing = [], [], []
     for student in students:
-        c = nbgrader_config(course_dir)
-        c.CourseDirectory.assignment_id = a.name
-        c.CourseDirectory.student_id = student
-        c.GenerateFeedback.force = True
-        c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, DropHiddenTestCells,
-                                            CSSHTMLHeaderPreprocessor]
-        c.ClearHiddenTests.enforce_metadata = False
-        app = GenerateFeedback(coursedir=CourseDirectory(config=c), config=c)
-        app.log.setLevel(logging.ERROR)
-        app.start()
         html = course_dir / "feedback" / student / a.name / f"{a.notebook_id}.html"
-        if not html.exists():
-            raise GraderError(f"nbgrader wrote no feedback for {student}")
+        if not html.exists():  # nbgrader failed on this one (its error is logged) and went on with the others
+            missing.append(student)
+            continue
         _make_offline(html)
         text = html.read_text(errors="replace")
         leaked = [marker for marker in LEAK_MARKERS if marker in text]
@@ -74,10 +67,31 @@ def feedback(assignment: str, course_dir: Path) -> list[Path]:
             withheld.append(f"{student} ({leaked[0]!r})")
             continue
         written.append(html)
+    if missing:
+        raise GraderError(f"nbgrader wrote no feedback for {', '.join(missing)}; the other {len(written)} "
+                          f"feedback files were written")
     if withheld:
         raise GraderError(f"feedback withheld (it would show hidden tests) for {', '.join(withheld)}; "
                           f"the other {len(written)} feedback files were written")
     return written
+
+
+def _generate(a, course_dir: Path) -> None:
+    """One nbgrader GenerateFeedback run over every student's autograded notebook: its templates are compiled
+    once, not once a student. Where it fails for a student, it logs why and goes on with the others."""
+    c = nbgrader_config(course_dir)
+    c.CourseDirectory.assignment_id = a.name
+    c.CourseDirectory.student_id = "*"
+    c.CourseDirectory.notebook_id = a.notebook_id
+    c.GenerateFeedback.force = True
+    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, DropHiddenTestCells, CSSHTMLHeaderPreprocessor]
+    c.ClearHiddenTests.enforce_metadata = False
+    app = GenerateFeedback(coursedir=CourseDirectory(config=c), config=c)
+    app.log.setLevel(logging.ERROR)
+    try:
+        app.start()
+    except NbGraderException:  # raised at the end, once every other student's feedback is written
+        pass
 
 
 _SCRIPT_SRC = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', re.I)

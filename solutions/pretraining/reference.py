@@ -519,7 +519,11 @@ def review_scores(trained, part="test") -> tuple[torch.Tensor, torch.Tensor]:
     bert.eval()
     head = [trained[k].detach().cpu().float() for k in HEAD_SHAPES]
     ids, labels = review_pieces()[part]
-    logits = torch.cat([cls_logits(bert(pad_batch(ids[i:i + 256]).tokens), *head) for i in range(0, len(ids), 256)])
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # batches of like lengths: little padding
+    logits = torch.empty(len(ids), 2)
+    for start in range(0, len(ids), 64):
+        batch = order[start:start + 64]
+        logits[batch] = cls_logits(bert(pad_batch([ids[i] for i in batch]).tokens), *head)  # (64,T) -> (64,2)
     return logits[:, 1] - logits[:, 0], labels
 
 
