@@ -18,12 +18,12 @@ from typing import Any
 
 import nbformat
 
-from nlpcourse.checking import Verdict, copy_to, run_case
+from nlpcourse.checking import run_case
 
 from .course import GraderError, load_assignment, load_bugs, load_reference
 from .notebook import HIDDEN_BEGIN, is_autograded_test, is_solution, nbgrader_meta, skip_reason
 from .submissions import solution_answers
-from .worker import make_cases
+from .worker import judge_case, make_cases
 
 
 def trained_part(assignment: str) -> str:
@@ -93,11 +93,7 @@ def judge_seeds(assignment: str, seeds: list[int], bug: int | None = None,
             start = time.monotonic()
             got = run_case(fn, case)
             seconds = time.monotonic() - start
-            if got["ok"]:
-                expected = part.reference(*copy_to(case.args, "cpu"))
-                verdict = part.check(expected, got["value"], case, None) if part.check else Verdict(True)
-            else:
-                verdict = Verdict(False, f"raised {got['error']}")
+            verdict = judge_case(part, case, got)
             row = {"seed": seed, "case": case.name, "ok": verdict.ok, "message": verdict.message,
                    "details": {k: float(v) for k, v in verdict.details.items() if isinstance(v, (int, float))},
                    "seconds": round(seconds, 2)}

@@ -27,7 +27,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbclient.util import ensure_async
 
-from nlpcourse.checking import Case, Verdict, compare, copy_to, save_cases
+from nlpcourse.checking import Case, Verdict, argument_name, compare, copy_to, save_cases
 from nlpcourse.device import available_devices
 from nlpcourse.threads import use_threads
 
@@ -118,6 +118,26 @@ def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
     return data, ""
 
 
+def judge_case(part, case: Case, got: dict) -> Verdict:
+    """The verdict on one recorded call (see nlpcourse.checking.run_case): it raised, it changed its
+    arguments in place, or what it returned against the reference's output on the same case."""
+    if not got.get("ok"):
+        return Verdict(False, f"raised {str(got.get('error', 'an error'))[:300]}")
+    changed = got.get("changed") or []
+    if changed:
+        where = argument_name(part.reference, changed[0])
+        return Verdict(False, f"changed its argument {where} in place; the function must leave its inputs as they "
+                              f"were (compute new tensors)")
+    expected = part.reference(*copy_to(case.args, "cpu"))
+    dev = case.device if set(got.get("devices", [])) - {case.device} else None
+    if part.check is None:
+        return compare(expected, got.get("value"), "output", case.rtol, case.atol, device=dev)
+    try:
+        return part.check(expected, got.get("value"), case, dev)
+    except Exception as exc:  # noqa: BLE001 - an output the check cannot read is a wrong output
+        return Verdict(False, f"output cannot be checked: {type(exc).__name__}: {str(exc)[:200]}")
+
+
 def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missing: str) -> tuple[float, str]:
     """Fraction of cases passed and a message naming the first failing case."""
     if recording is None:
@@ -126,23 +146,11 @@ def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missin
         return 0.0, f"recorded {len(recording)} results for {len(cases)} cases"
     passed, first_failure = 0, ""
     for case, got in zip(cases, recording):
-        label = f"case '{case.name}' ({case.device})"
-        if not got.get("ok"):
-            first_failure = first_failure or f"{label}: raised {str(got.get('error', 'an error'))[:300]}"
-            continue
-        expected = part.reference(*copy_to(case.args, "cpu"))
-        dev = case.device if set(got.get("devices", [])) - {case.device} else None
-        if part.check is not None:
-            try:
-                verdict = part.check(expected, got.get("value"), case, dev)
-            except Exception as exc:  # noqa: BLE001 - an output the check cannot read is a wrong output
-                verdict = Verdict(False, f"output cannot be checked: {type(exc).__name__}: {str(exc)[:200]}")
-        else:
-            verdict = compare(expected, got.get("value"), "output", case.rtol, case.atol, device=dev)
+        verdict = judge_case(part, case, got)
         if verdict.ok:
             passed += 1
         else:
-            first_failure = first_failure or f"{label}: {verdict.message}"
+            first_failure = first_failure or f"case '{case.name}' ({case.device}): {verdict.message}"
     frac = passed / len(cases) if cases else 0.0
     msg = f"{passed}/{len(cases)} cases passed" + (f"; first failure: {first_failure}" if first_failure else "")
     return frac, msg

@@ -12,8 +12,10 @@ This module holds no reference implementation of any exercise.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import os
+import re
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -267,10 +269,16 @@ def check_close(part: str, fn: Callable, args: Sequence[Any], expected: Any, hin
                 rtol: float | None = None, atol: float | None = None) -> None:
     """Visible test: call ``fn(*args)`` and compare with ``expected``; raise :class:`CheckFailure`
     with a message naming the part, the difference and a hint."""
+    given = copy_to(list(args), "cpu")
+    before = copy_to(given, "cpu")
     try:
-        got = fn(*copy_to(list(args), "cpu"))
+        got = fn(*given)
     except NotImplementedError:
         raise CheckFailure(f"{part}: not implemented yet") from None
+    changed = changed_arguments(before, given)
+    if changed:  # the grader fails this too: a caller's tensors must come back as they were given
+        raise CheckFailure(f"{part}: changed its argument {argument_name(fn, changed[0])} in place; leave the "
+                           f"inputs as they were and compute new tensors")
     verdict = compare(expected, got, f"{part} output", rtol, atol)
     if not verdict.ok:
         raise CheckFailure(verdict.message + (f"\nHint: {hint}" if hint else ""))
@@ -338,11 +346,57 @@ def save_cases(folder: str | Path, cases: Mapping[str, Sequence[Case]]) -> None:
         torch.save([copy_to(c.to_dict(), "cpu") for c in cs], folder / f"{part}.pt")
 
 
-def run_case(fn: Callable, case: Case) -> dict[str, Any]:
-    """Call ``fn`` on one case; return ``{"ok": True, "value": ...}`` (moved to CPU, with the device it
-    came from) or ``{"ok": False, "error": "..."}`` (the exception, without any traceback)."""
+def _same(before: torch.Tensor, after: Any) -> bool:
+    """Whether ``after`` is still the tensor ``before`` copied: its shape, dtype and values (NaN equal to NaN)."""
+    if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
+        return False
+    after = after.detach().to(before.device)
+    return bool(((after == before) | (after != after) & (before != before)).all())
+
+
+def changed_arguments(before: Any, after: Any, path: str = "") -> list[str]:
+    """Where ``after`` (the arguments after a call) differs from ``before`` (their copy from before it):
+    paths such as ``"[1]['W']"``, the leading index the argument's position. Tensors, numbers and strings
+    are compared, and the lists, tuples and dicts that hold them; anything else is taken as unchanged."""
+    if isinstance(before, torch.Tensor):
+        return [] if _same(before, after) else [path]
+    if isinstance(before, (bool, int, float, str)):
+        same = type(after) is type(before) and (after == before or after != after and before != before)
+        return [] if same else [path]
+    if isinstance(before, Mapping):
+        if not isinstance(after, Mapping) or set(after) != set(before):
+            return [path]
+        return [p for k in before for p in changed_arguments(before[k], after[k], f"{path}[{k!r}]")]
+    if isinstance(before, (list, tuple)):
+        if not isinstance(after, (list, tuple)) or len(after) != len(before):
+            return [path]
+        return [p for i, (b, a) in enumerate(zip(before, after)) for p in changed_arguments(b, a, f"{path}[{i}]")]
+    return []
+
+
+def argument_name(fn: Callable, path: Any) -> str:
+    """``"[0][1]"`` -> ``"grads[1]"``: a path of :func:`changed_arguments`, its leading position named after
+    ``fn``'s parameter."""
+    path = str(path)[:120]
+    match = re.match(r"\[(\d+)\]", path)
     try:
-        value = fn(*copy_to(case.args, case.device))
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # a builtin without a signature
+        names = []
+    if match is None or int(match[1]) >= len(names):
+        return path or "(the arguments)"
+    return names[int(match[1])] + path[match.end():]
+
+
+def run_case(fn: Callable, case: Case) -> dict[str, Any]:
+    """Call ``fn`` on one case; return ``{"ok": True, "value": ..., "changed": [...]}`` (the value moved to
+    CPU, with the device it came from, and where the call changed its arguments, see
+    :func:`changed_arguments`) or ``{"ok": False, "error": "..."}`` (the exception, without any traceback)."""
+    args = copy_to(case.args, case.device)
+    before = copy_to(args, case.device)
+    try:
+        value = fn(*args)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are a failed case too
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -355,7 +409,7 @@ def run_case(fn: Callable, case: Case) -> dict[str, Any]:
         value = _map(value, lambda t: t.detach().cpu().clone())
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "error": f"cannot read the output: {type(exc).__name__}: {exc}"}
-    return {"ok": True, "value": value, "devices": sorted(devices)}
+    return {"ok": True, "value": value, "devices": sorted(devices), "changed": changed_arguments(before, args)}
 
 
 def record(part: str, fn: Callable) -> None:

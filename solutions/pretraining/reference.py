@@ -431,7 +431,9 @@ def schedule_cases(g: torch.Generator, device: str) -> list[Case]:
                                            (101, 1000, 0.1, 32.0, ": just after it"),
                                            (40, 95, 0.1, 32.0, " (total * cut_frac not whole: the peak at 9)"),
                                            (95, 95, 0.1, 32.0, ": the last step when total * cut_frac is not whole"),
-                                           (30, 50, 0.5, 10.0, " (a symmetric triangle)")]]
+                                           (30, 50, 0.5, 10.0, " (a symmetric triangle)"),
+                                           (1, 5, 0.1, 32.0, " (total * cut_frac below 1: the peak at step 1)"),
+                                           (2, 2, 0.3, 32.0, " (the shortest run: the last step)")]]
     total = int(torch.randint(50, 500, (1,), generator=g))
     t = int(torch.randint(0, total + 1, (1,), generator=g))
     cases.append(make_case(f"t={t} of total {total} (drawn at random), cut_frac 0.2, ratio 16", (t, total, 0.2, 16.0),

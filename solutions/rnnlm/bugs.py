@@ -40,6 +40,7 @@ TRAINING_WITH_BUGS = {
     "clip_global_norm: each tensor alone": (9.07, 9.05, 9.01),  # passes: the global norm never exceeds 1 here
     "clip_global_norm: always rescaled": (8.81, 8.84, 8.82),  # passes: Adam is nearly blind to the scale
     "clip_global_norm: the sum of the norms": (8.92, 8.84, 8.86),  # passes: clipped a little more often
+    "clip_global_norm: in place": (),  # passes: the very numbers of the solution (g.mul_(s) is g * s, in place)
     "train_char_lm: no detach": (),  # fails: backward through the graph a second time, an error
 }
 
@@ -88,6 +89,11 @@ BUGS: list[Bug] = [
     Bug("clip_global_norm: the global norm as the sum of the tensors' norms",
         "clip-solution", "torch.stack([g.norm() for g in grads]).norm()",
         "torch.stack([g.norm() for g in grads]).sum()", {CLIP}),
+    # the caller's gradients scaled in place: right values, but the part asks for new tensors (a caller that
+    # logs or reuses its gradients sees them changed); the trainer gets the same numbers, bit for bit
+    Bug("clip_global_norm: scaling the caller's gradients in place (g.mul_) instead of returning new tensors",
+        "clip-solution", "return [g * scale for g in grads], total", "return [g.mul_(scale) for g in grads], total",
+        {CLIP}),
     Bug("masked_perplexity: averaging perplexity per sentence (the mean of each row's mean log-probability)",
         "perplexity-solution", "torch.exp(token_nll.sum() / mask.sum())",
         "torch.exp((token_nll.sum(dim=1) / mask.sum(dim=1)).mean())", {PPL}),

@@ -181,10 +181,10 @@ def masked_perplexity(logits, targets, mask):
 
 
 def sampling_probabilities(logits, temperature, top_k):
-    """(V,) the distribution sample_next must draw from: softmax(logits / temperature) on the top k only."""
+    """(V,) the distribution sample_next must draw from: softmax(logits / temperature) on the top k only, and on
+    every token that ties with the k-th highest logit."""
     z = logits.double() / temperature
-    keep = torch.zeros_like(z, dtype=torch.bool)
-    keep[torch.topk(z, top_k).indices] = True
+    keep = z >= torch.topk(z, top_k).values[-1]
     return torch.softmax(z.masked_fill(~keep, float("-inf")), dim=-1)
 
 
@@ -621,6 +621,8 @@ def sampling_cases(g: torch.Generator, device: str) -> list[Case]:
              bigram, 0.8, 20),
         case("real: the 2,000 most frequent Austen words (log-counts), temperature 1.2, top_k = V", unigram, 1.2,
              2000, 10_000),
+        case("ties at the k-th logit (V=6, top_k 2: the three tokens tied second are all kept)",
+             torch.tensor([2.0, 1.0, 1.0, 1.0, 0.0, -1.0]), 1.0, 2, 4000),
     ]
 
 
