@@ -85,3 +85,50 @@ def tensor_problem(name: str, t: Any, shape: tuple[int, ...], diverged: str = "t
     if not torch.isfinite(t).all():
         return f"{name}: some values are nan or inf ({diverged})"
     return ""
+
+
+#: What a reference declares about its trained part, in ``OUTCOME`` (a dict): the number the part's check
+#: measures, the bar it must clear, and where the bar sits between the chapter's simple baseline (computed by
+#: the reference's ``baseline_outcome``, never by the student's code) and the solution, both measured over
+#: ``seeds`` grader seeds with ``scripts/trained_part_seeds.py`` (``--baseline`` for the baseline). The
+#: suite re-measures the solution's worst seed and the baseline's best and asserts both (tests/test_outcomes.py).
+OUTCOME_FIELDS: dict[str, str] = {
+    "metric": "the key of the check's verdict details that holds the outcome (e.g. 'perplexity')",
+    "better": "'lower' or 'higher'",
+    "bar": "what a run must reach: at most the bar when better is 'lower', at least when 'higher'",
+    "solution_worst": "the solution's worst outcome over the seeds",
+    "solution_worst_seed": "the student seed that gave it",
+    "solution_best": "the solution's best outcome over the seeds",
+    "baseline": "what the baseline is, in words (e.g. 'character Kneser-Ney trigram, same split')",
+    "baseline_best": "the baseline's best outcome over the seeds (its only one when it has no seed)",
+    "baseline_best_seed": "the student seed that gave it (None: the baseline does not depend on the seed)",
+    "seeds": "how many student seeds were measured (at least 20)",
+    "seconds": "one training run of the solution on one CPU thread",
+}
+
+
+def check_outcome(outcome: Any, where: str) -> None:
+    """Raise :class:`~nlpcourse.errors.CourseError` naming what is wrong with an ``OUTCOME`` declaration: a
+    missing or unknown field, a direction other than 'lower'/'higher', fewer than 20 seeds, or a bar that does
+    not sit strictly between the baseline's best seed and the solution's worst."""
+    from nlpcourse.errors import CourseError
+
+    if not isinstance(outcome, dict):
+        raise CourseError(f"{where}: OUTCOME should be a dict with the fields {sorted(OUTCOME_FIELDS)}")
+    missing, unknown = set(OUTCOME_FIELDS) - set(outcome), set(outcome) - set(OUTCOME_FIELDS)
+    if missing or unknown:
+        raise CourseError(f"{where}: OUTCOME lacks {sorted(missing)} and has unknown {sorted(unknown)}")
+    if outcome["better"] not in ("lower", "higher"):
+        raise CourseError(f"{where}: OUTCOME['better'] should be 'lower' or 'higher', not {outcome['better']!r}")
+    if not isinstance(outcome["seeds"], int) or outcome["seeds"] < 20:
+        raise CourseError(f"{where}: OUTCOME['seeds'] should be at least 20, not {outcome['seeds']!r}")
+    if not reaches(outcome, outcome["solution_worst"]) or reaches(outcome, outcome["baseline_best"]):
+        raise CourseError(f"{where}: the bar {outcome['bar']} does not sit between the baseline's best "
+                          f"({outcome['baseline_best']}) and the solution's worst ({outcome['solution_worst']})")
+
+
+def reaches(outcome: dict, value: float) -> bool:
+    """Whether an outcome ``value`` clears the declared bar."""
+    if outcome["better"] == "lower":
+        return value <= outcome["bar"]
+    return value >= outcome["bar"]

@@ -103,6 +103,34 @@ def judge_seeds(assignment: str, seeds: list[int], bug: int | None = None,
     return rows
 
 
+def baseline_seeds(assignment: str, seeds: list[int],
+                   report: Callable[[dict], None] | None = None) -> list[dict]:
+    """The chapter's simple baseline on the trained part's cases for each student seed of ``seeds``: the
+    reference's ``baseline_outcome(case, trainer)``, where ``trainer`` is the solution's trained function (a
+    baseline may be the solution's trainer without the chapter's idea: a width-1 CNN, a decoder without
+    attention), judged as the grader judges; one row per case judged on an outcome (``baseline_outcome``
+    returns None for the others): ``{"seed", "case", "value", "seconds"}``."""
+    a = load_assignment(assignment)
+    reference = load_reference(a)
+    name = trained_part(assignment)
+    if not callable(getattr(reference, "baseline_outcome", None)):
+        raise GraderError(f"{a.reference_path}: declares no baseline_outcome(case, trainer)")
+    fn = solved_namespace(assignment)["recorded"][name]
+    rows = []
+    for seed in seeds:
+        for case in make_cases(_Only(reference, name), seed)[name]:
+            start = time.monotonic()
+            value = reference.baseline_outcome(case, fn)
+            if value is None:  # a case of the part that is not judged on an outcome (a recipe check, say)
+                continue
+            row = {"seed": seed, "case": case.name, "value": float(value),
+                   "seconds": round(time.monotonic() - start, 2)}
+            rows.append(row)
+            if report:
+                report(row)
+    return rows
+
+
 class _Only:
     """A reference module seen with one part only (make_cases then draws that part's cases alone)."""
 

@@ -5,6 +5,7 @@ solution with one planted bug. Prints one line per run (the check's numbers and 
     python scripts/trained_part_seeds.py cnn --seeds 20               # the solution on student seeds 0..19
     python scripts/trained_part_seeds.py cnn --bug 21 --seeds 20      # planted bug 21 of solutions/cnn/bugs.py
     python scripts/trained_part_seeds.py cnn --bug 21 --jobs 2 --json out.json
+    python scripts/trained_part_seeds.py cnn --baseline --seeds 20     # the chapter's simple baseline
 
 Each run has one thread, as in a grading kernel; ``--jobs`` runs that many seeds at once. The bar of a
 trained part sits between the simple baseline's best seed and the solution's worst; a planted bug that
@@ -20,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nlpcourse  # noqa: F401 - first: the thread policy, before torch loads
-from grader.trial import judge_seeds, summary
+from grader.trial import baseline_seeds, judge_seeds, summary
 from nlpcourse.threads import use_threads
 
 
@@ -30,17 +31,42 @@ def _run(args: tuple[str, int, int | None]) -> list[dict]:
     return judge_seeds(assignment, [seed], bug)
 
 
+def _run_baseline(args: tuple[str, int, int | None]) -> list[dict]:
+    assignment, seed, _ = args
+    use_threads("kernel")
+    return baseline_seeds(assignment, [seed])
+
+
+def _print_baseline(assignment: str, rows: list[dict], out: Path | None) -> None:
+    values = [r["value"] for r in rows]
+    best = rows[values.index(min(values))], rows[values.index(max(values))]
+    print(f"{assignment}, the baseline: {len(rows)} runs, {min(values):.4g} (seed {best[0]['seed']}) to "
+          f"{max(values):.4g} (seed {best[1]['seed']})")
+    if out:
+        out.write_text(json.dumps({"assignment": assignment, "baseline": True, "rows": rows}, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("assignment")
     ap.add_argument("--bug", type=int, default=None, help="index of a planted bug in solutions/A/bugs.py")
     ap.add_argument("--seeds", type=int, default=20, help="student seeds 0..N-1 (default 20)")
     ap.add_argument("--first", type=int, default=0, help="first student seed (default 0)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="measure the reference's baseline_outcome (the chapter's simple baseline) instead")
     ap.add_argument("--jobs", type=int, default=1, help="seeds run at once, one thread each (default 1)")
     ap.add_argument("--json", type=Path, help="also write the rows and the summary to this file")
     args = ap.parse_args(argv)
     seeds = list(range(args.first, args.first + args.seeds))
     rows: list[dict] = []
+    if args.baseline:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            for got in pool.map(_run_baseline, [(args.assignment, s, None) for s in seeds]):
+                for row in got:
+                    rows.append(row)
+                    print(f"seed {row['seed']:3d} {row['seconds']:6.1f} s  {row['value']:.4g}", flush=True)
+        _print_baseline(args.assignment, rows, args.json)
+        return 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for got in pool.map(_run, [(args.assignment, s, args.bug) for s in seeds]):
             for row in got:
