@@ -132,3 +132,17 @@ def reaches(outcome: dict, value: float) -> bool:
     if outcome["better"] == "lower":
         return value <= outcome["bar"]
     return value >= outcome["bar"]
+
+
+def recipe_check(expected: dict[str, torch.Tensor], got: dict, rtol: float, after: str, how: str) -> Verdict:
+    """A trained part's recipe case: the weights ``got`` after a few steps of the notebook's recipe against the
+    reference recipe's ``expected``, tensor by tensor (``||got - expected|| / ||expected||`` at most ``rtol``);
+    the largest relative error in the details, the tensor that has it named. ``after`` says what was run
+    ("after 3 windows with settings ..."), ``how`` what to follow."""
+    errors = {name: float((got[name].detach().cpu().float() - e).norm() / e.norm().clamp_min(1e-12))
+              for name, e in expected.items()}
+    name = max(errors, key=lambda k: errors[k] if errors[k] == errors[k] else float("inf"))  # nan is the largest
+    if not errors[name] <= rtol:
+        return Verdict(False, f"{after}, {name} is not the recipe's (relative error {errors[name]:.2g}): {how}",
+                       {"recipe_error": errors[name]})
+    return Verdict(True, "", {"recipe_error": errors[name]})

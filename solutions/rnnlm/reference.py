@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import _VF
 
-from grader.spec import Part, make_case, tensor_problem, tuple_check
+from grader.spec import Part, make_case, recipe_check, tensor_problem, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, compare_samples, value_and_grads
 from nlpcourse.data.lm_corpus import lm_corpus
 
@@ -331,16 +331,8 @@ def _check_training(expected, got, case, device):
 
 
 def _check_recipe(expected: dict, got: dict) -> Verdict:
-    """The weights after the recipe's first windows against the reference recipe's, tensor by tensor; the
-    largest relative error in the details."""
-    errors = {name: float((got[name].detach().cpu().float() - expected[name]).norm()
-                          / expected[name].norm().clamp_min(1e-12)) for name in PARAM_NAMES}
-    name = max(errors, key=lambda k: errors[k] if errors[k] == errors[k] else math.inf)  # nan counts as largest
-    if not errors[name] <= RECIPE_RTOL:
-        return Verdict(False, f"after {RECIPE_SETTINGS[5]} windows with settings {RECIPE_SETTINGS}, {name} is not "
-                       f"the recipe's (relative error {errors[name]:.2g}): follow steps 1-3 of the recipe exactly, "
-                       "window by window", {"recipe_error": errors[name]})
-    return Verdict(True, "", {"recipe_error": errors[name]})
+    return recipe_check(expected, got, RECIPE_RTOL, f"after {RECIPE_SETTINGS[5]} windows with settings "
+                        f"{RECIPE_SETTINGS}", "follow steps 1-3 of the recipe exactly, window by window")
 
 
 def _check_draws(expected, got, case, device):
