@@ -84,6 +84,8 @@ class Options:
     max_len: int = 64  # pieces per snippet, [CLS] and [SEP] included
     ddp_steps: int = 40  # pretraining steps of each distributed run
     stride: int = 1  # use every n-th snippet (the smoke run uses fewer)
+    brown_tokens: int | None = None  # limit Brown for the CNNs' domain vectors (None: all of it, the CNN's)
+    w2v_epochs: int = 5  # epochs of the CNNs' domain word2vec (the CNN benchmark's)
     device: str = "cpu"
 
 
@@ -150,7 +152,8 @@ def run_baselines(words: list, opts: Options, say) -> dict[str, dict]:
     for name, fn in (("logreg", cnn.run_logreg), ("nbsvm", cnn.run_nbsvm)):
         start = time.perf_counter()
         out[name] = fn(words) | {"seconds": time.perf_counter() - start}
-    cnn_opts = cnn.Options(device=opts.device, epochs=opts.cnn_epochs)
+    cnn_opts = cnn.Options(device=opts.device, epochs=opts.cnn_epochs, brown_tokens=opts.brown_tokens,
+                           w2v_epochs=opts.w2v_epochs)
     wv = cnn.domain_vectors(words[0], cnn_opts)
     for variant in CNN_SYSTEMS:
         out[f"cnn_{variant}"] = cnn.run_cnn(variant, words, wv, cnn_opts)
@@ -265,11 +268,12 @@ def parse(argv: list[str] | None):
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda, for fine-tuning and the baselines")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     p.add_argument("--tiny", action="store_true", help="a smoke run: 1/32 of the snippets, one seed and "
-                   "epoch, a tiny distributed run")
+                   "epoch, the CNNs' word vectors from 20,000 words of Brown, a tiny distributed run")
     a = p.parse_args(argv)
     opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device)
     if a.tiny:
-        opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32)
+        opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
+                       w2v_epochs=1)
     return opts, a.json, a.checkpoint, a.threads, a.tiny
 
 

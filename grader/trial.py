@@ -18,7 +18,7 @@ from typing import Any
 
 import nbformat
 
-from nlpcourse.checking import run_case
+from nlpcourse.checking import Case, Verdict, run_case
 
 from .course import GraderError, load_assignment, load_bugs, load_reference
 from .notebook import HIDDEN_BEGIN, is_autograded_test, is_solution, nbgrader_meta, skip_reason
@@ -88,18 +88,14 @@ def judge_seeds(assignment: str, seeds: list[int], bug: int | None = None,
     part = reference.PARTS[name]
     fn = solved_namespace(assignment, bug)["recorded"][name]
     rows = []
-    for seed in seeds:
-        for case in make_cases(_Only(reference, name), seed)[name]:
-            start = time.monotonic()
-            got = run_case(fn, case)
-            seconds = time.monotonic() - start
-            verdict = judge_case(part, case, got)
-            row = {"seed": seed, "case": case.name, "ok": verdict.ok, "message": verdict.message,
-                   "details": {k: float(v) for k, v in verdict.details.items() if isinstance(v, (int, float))},
-                   "seconds": round(seconds, 2)}
-            rows.append(row)
-            if report:
-                report(row)
+    for seed, case in _seed_cases(reference, name, seeds):
+        start = time.monotonic()
+        got = run_case(fn, case)
+        seconds = time.monotonic() - start
+        verdict = judge_case(part, case, got)
+        _add(rows, report, {"seed": seed, "case": case.name, "ok": verdict.ok, "message": verdict.message,
+                            "details": {k: float(v) for k, v in verdict.details.items()
+                                        if isinstance(v, (int, float))}, "seconds": round(seconds, 2)})
     return rows
 
 
@@ -117,18 +113,41 @@ def baseline_seeds(assignment: str, seeds: list[int],
         raise GraderError(f"{a.reference_path}: declares no baseline_outcome(case, trainer)")
     fn = solved_namespace(assignment)["recorded"][name]
     rows = []
+    for seed, case in _seed_cases(reference, name, seeds):
+        start = time.monotonic()
+        value = reference.baseline_outcome(case, fn)
+        if value is not None:  # None: a case of the part not judged on an outcome (a recipe check, say)
+            _add(rows, report, {"seed": seed, "case": case.name, "value": float(value),
+                                "seconds": round(time.monotonic() - start, 2)})
+    return rows
+
+
+def recipe_verdicts(reference, name: str, trainer: Callable, steps_at: int = -1,
+                    seed: int = 3) -> tuple[Verdict, Verdict]:
+    """The judge of part ``name``'s recipe case (``reference.RECIPE_SETTINGS``, the number of steps at index
+    ``steps_at``) on ``seed``: its verdict on ``trainer``'s weights, and on those of one step more. A trainer
+    that follows the recipe gets the first ok and the second not."""
+    recipe = Case("recipe", [seed, *reference.RECIPE_SETTINGS])
+    settings = list(reference.RECIPE_SETTINGS)
+    settings[steps_at] += 1
+    one_more = [seed, *settings]
+    part = reference.PARTS[name]
+    expected = part.reference(*recipe.args)
+    return (part.check(expected, trainer(*recipe.args), recipe, "cpu"),
+            part.check(expected, trainer(*one_more), recipe, "cpu"))
+
+
+def _seed_cases(reference, name: str, seeds: list[int]):
+    """(seed, case) for each student seed and each case of part ``name`` the grader draws from that seed."""
     for seed in seeds:
         for case in make_cases(_Only(reference, name), seed)[name]:
-            start = time.monotonic()
-            value = reference.baseline_outcome(case, fn)
-            if value is None:  # a case of the part that is not judged on an outcome (a recipe check, say)
-                continue
-            row = {"seed": seed, "case": case.name, "value": float(value),
-                   "seconds": round(time.monotonic() - start, 2)}
-            rows.append(row)
-            if report:
-                report(row)
-    return rows
+            yield seed, case
+
+
+def _add(rows: list[dict], report: Callable[[dict], None] | None, row: dict) -> None:
+    rows.append(row)
+    if report:
+        report(row)
 
 
 class _Only:

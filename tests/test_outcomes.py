@@ -9,17 +9,18 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from grader.course import load_assignment, load_reference
+from grader.course import assignments, load_assignment, load_reference
 from grader.spec import check_outcome, reaches
 from grader.trial import baseline_seeds, judge_seeds
 from nlpcourse.errors import CourseError
 from nlpcourse.threads import use_threads
 
-ASSIGNMENTS = ["backprop", "word2vec", "cnn", "rnnlm", "seq2seq", "transformer", "pretraining"]
+ASSIGNMENTS = assignments()
 #: Assignments whose trained part does not declare its OUTCOME yet: this set may only shrink.
 PENDING = {"backprop", "word2vec", "cnn", "transformer", "pretraining"}
 #: How far a re-measured outcome may be from the declared one (relative): the same run on another CPU may
-#: round differently; the bar's margin is far wider.
+#: round differently. Some margins are narrower than this (seq2seq's: 0.03 nats in 3.4, 0.9%), so the
+#: re-measured runs must besides fall on their side of the bar.
 REL = 0.01
 
 

@@ -260,11 +260,19 @@ def test_page_references_no_network_resource(site_root, page_path):
     assert len(mathjax_scripts) <= 1, f"{page_path} loads {len(mathjax_scripts)} MathJax scripts"
 
 
+# A normal laptop screen: both sidebars shown, the narrowest text column of the layout.
+LAPTOP = {"width": 1280, "height": 800}
+
+
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_offline(site_root, base_url, recorder, page_path):
+def test_page_renders_offline_and_cuts_no_code(site_root, base_url, recorder, page_path):
+    """The page, loaded once at laptop width: math, widgets and images render offline (_check_page), and no
+    code is cut (_check_code_fits)."""
     html = (site_root / page_path).read_text(encoding="utf-8")
+    recorder.page.set_viewport_size(LAPTOP)
     try:
         _check_page(recorder, base_url, page_path, html)
+        _check_code_fits(recorder.page, page_path)
     except Exception as exc:
         # A wait that timed out usually has its cause among the recorded problems.
         problems = recorder.problems()
@@ -348,22 +356,13 @@ def test_search_finds_page(site_root, base_url, recorder, query, expected):
     assert not problems, f"search.html?q={query}:\n  " + "\n  ".join(problems)
 
 
-# A normal laptop screen: both sidebars shown, the narrowest text column of the layout.
-LAPTOP = {"width": 1280, "height": 800}
-
-
-@pytest.mark.parametrize("page_path", PAGES)
-def test_code_is_not_cut(site_root, base_url, recorder, page_path):
+def _check_code_fits(page, page_path: str) -> None:
     """Code cells fit their box at laptop width; any other wide block scrolls, never cuts.
 
     Chapter code is at most 88 characters a line (tests/test_chapters.py) and
     book/_static/course.css sizes the code font so that 88 fit; outputs may be wider
     and must then get a horizontal scroll bar (overflow-x auto or scroll).
     """
-    html = (site_root / page_path).read_text(encoding="utf-8")
-    recorder.page.set_viewport_size(LAPTOP)
-    page = _open(recorder, base_url, page_path, html)
-    page.wait_for_load_state("load")
     blocks = page.evaluate(
         """() => Array.from(document.querySelectorAll('.bd-article pre')).map(pre => {
             const style = getComputedStyle(pre);
@@ -389,8 +388,6 @@ def test_code_is_not_cut(site_root, base_url, recorder, page_path):
     assert not too_wide, (
         f"{page_path}: code cells wider than their box at {LAPTOP['width']} px: {too_wide}"
     )
-    problems = recorder.problems()
-    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
 
 
 def _repository_url() -> str:

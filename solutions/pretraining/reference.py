@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.spec import Part, make_case, tensor_problem
+from grader.spec import Part, make_case, recipe_check, tensor_problem
 from nlpcourse.checking import Case, Verdict
 from nlpcourse.data.batching import pad_batch
 
@@ -492,9 +492,71 @@ N_SEEDS = 24
 MAJORITY = 0.614
 
 
-def fine_tune_reviews(seed):
-    """The grader does not train: what the trained weights must reach (see _check_training)."""
+#: The full run's settings (batch, lr, decay, cut_frac, ratio, steps): the notebook's defaults, one epoch.
+TRAIN_SETTINGS = (32, 5e-4, 1.0, 0.1, 32.0, None)
+#: The recipe case's settings: 3 steps of 8 snippets at a flat rate of 0.01 (ratio 1: triangular_lr is 1 at
+#: every step; decay 1: every group at lr), so that the rates are those of any schedule that keeps to its
+#: definition's range and every step moves the weights by about the rate. The recipe fixes every draw (the
+#: dropout masks after torch.manual_seed, the head's init, the batch order) and every step, so a trainer that
+#: follows it returns the reference recipe's weights up to rounding, whatever the seed; one that skips zero_grad
+#: takes its second and third steps on the sum of the gradients so far.
+RECIPE_SETTINGS = (8, 0.01, 1.0, 0.1, 1.0, 3)
+#: How far the recipe's weights may be from the reference's: ||got - expected|| / ||expected|| per tensor.
+RECIPE_RTOL = 1e-3
+
+
+def fine_tune_reviews(seed, batch, lr, decay, cut_frac, ratio, steps):
+    """The full run: the grader does not train, what the trained weights must reach (see _check_training);
+    the recipe case (RECIPE_SETTINGS): the recipe's weights, by the reference pieces."""
+    if (batch, lr, decay, cut_frac, ratio, steps) == RECIPE_SETTINGS:
+        return recipe_run(seed, *RECIPE_SETTINGS)
     return {"min_test_auc": MIN_TEST_AUC}
+
+
+@lru_cache(maxsize=1)
+def _given_helpers() -> dict:
+    """The notebook's locked cell of the trainer's helpers (load_bert, init_head, bert_groups, review_data),
+    run here: the recipe's model, draws and batches are the student's, to the bit."""
+    import nbformat
+    cells = nbformat.read(str(Path(__file__).with_name(NOTEBOOK)), as_version=4).cells
+    (source,) = [c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") == "train-helpers"]
+    namespace = {"torch": torch}
+    exec(source, namespace)
+    return namespace
+
+
+def recipe_run(seed, batch, lr, decay, cut_frac, ratio, steps) -> dict:
+    """The notebook's recipe for fine_tune_reviews with the reference's pieces (cls_logits, masked_lm_loss,
+    layer_rates, triangular_lr): the weights after ``steps`` steps, flat (``bert.<name>`` and the head's)."""
+    helpers = _given_helpers()
+    torch.manual_seed(seed)  # the dropout masks, drawn in the order the recipe's steps draw them
+    bert, head = helpers["load_bert"](), helpers["init_head"](seed)
+    for t in head.values():
+        t.requires_grad_(True)
+    groups = [*helpers["bert_groups"](bert), list(head.values())]
+    rates = layer_rates(lr, len(groups), decay)
+    opt = torch.optim.AdamW([{"params": p, "lr": r} for p, r in zip(groups, rates)], weight_decay=0.01)
+    ids, labels = helpers["review_data"]()["train"]
+    total = math.ceil(len(ids) / batch)
+    order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed)).tolist()
+    with torch.enable_grad():
+        for t in range(min(steps, total)):
+            index = order[t * batch:(t + 1) * batch]
+            h = bert(pad_batch([ids[i] for i in index]).tokens)  # (B,T,D)
+            logits = cls_logits(h, *head.values())  # (B,T,D) -> (B,2)
+            loss = masked_lm_loss(logits[:, None], labels[index][:, None])  # one labelled position a snippet
+            for group, rate in zip(opt.param_groups, rates):
+                group["lr"] = rate * triangular_lr(t, total, cut_frac, ratio)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _flat({"bert": bert.state_dict(), **head})
+
+
+def _flat(trained: dict) -> dict[str, torch.Tensor]:
+    """fine_tune_reviews's dict as one level: ``bert.<name>`` for the encoder's tensors, the head's by name."""
+    return {**{f"bert.{k}": v.detach() for k, v in trained["bert"].items()},
+            **{k: trained[k].detach() for k in HEAD_SHAPES}}
 
 
 HEAD_SHAPES = {"W_pool": (128, 128), "b_pool": (128,), "W_out": (2, 128), "b_out": (2,)}
@@ -538,10 +600,13 @@ def quality(trained, part="test") -> tuple[float, float]:
 
 def _check_training(expected, got, case, device):
     """The trained weights: the shapes of the chapter's BERT and of the head, finite, and the test AUC (with
-    the accuracy beside it) measured here."""
+    the accuracy beside it) measured here; for the recipe case, the recipe's weights."""
     problem = _weights_problem(got)
     if problem:
         return Verdict(False, problem)
+    if "min_test_auc" not in expected:
+        return recipe_check(expected, _flat(got), RECIPE_RTOL, f"after {RECIPE_SETTINGS[-1]} steps with settings "
+                            f"{RECIPE_SETTINGS}", "follow steps 1-3 of the recipe exactly, step by step")
     acc, auc = quality(got)
     ok = auc >= expected["min_test_auc"]
     return Verdict(ok, "" if ok else f"test AUC {auc:.3f} (must be at least {expected['min_test_auc']}; a model "
@@ -550,13 +615,18 @@ def _check_training(expected, got, case, device):
 
 
 def training_cases(g: torch.Generator, device: str) -> list[Case]:
-    """One run, on a seed of the grader's choosing: about 12 s of one CPU thread for the solution. The trainer
-    runs on the CPU: no CUDA case."""
+    """One run, on a seed of the grader's choosing, the default settings: about 12 s of one CPU thread for the
+    solution; and the recipe's first 3 steps on another seed, in small settings. The trainer runs on the CPU:
+    no CUDA case."""
     if device != "cpu":
         return []
     n = len(review_pieces()["test"][1])
-    seed = int(torch.randint(1, 2**31 - 1, (1,), generator=g))
-    return [make_case(f"seed {seed}, scored on the {n:,} test snippets", (seed,), device)]
+    seed, recipe_seed = (int(torch.randint(1, 2**31 - 1, (1,), generator=g)) for _ in range(2))
+    return [make_case(f"seed {seed}, the default settings, scored on the {n:,} test snippets",
+                      (seed, *TRAIN_SETTINGS), device),
+            make_case(f"seed {recipe_seed}, the recipe's first {RECIPE_SETTINGS[-1]} steps in small settings "
+                      f"{RECIPE_SETTINGS}: the weights must be the recipe's", (recipe_seed, *RECIPE_SETTINGS),
+                      device)]
 
 
 # ------------------------------------------------------------------ the parts

@@ -10,6 +10,7 @@ import torch
 
 from grader.course import load_assignment, load_bugs, load_reference
 from grader.submissions import run_solved_cells
+from grader.trial import recipe_verdicts
 from nlpcourse.checking import Case
 
 pytestmark = pytest.mark.grading
@@ -104,12 +105,8 @@ def test_the_notebooks_measure_is_the_graders_and_the_judge_rejects_broken_weigh
                                                                   rel=1e-6)
     verdict = REFERENCE._check_training(expected, params, case, "cpu")
     assert verdict.details["perplexity"] < REFERENCE.UNIGRAM_PERPLEXITY / 2, verdict
-    recipe = Case("recipe", [3, *REFERENCE.RECIPE_SETTINGS])
-    reference_weights = REFERENCE.train_char_lm(*recipe.args)
-    assert REFERENCE._check_training(reference_weights, ns["train_char_lm"](*recipe.args), recipe, "cpu").ok
-    one_step_more = ns["train_char_lm"](3, *REFERENCE.RECIPE_SETTINGS[:5], 4, 1.0)
-    verdict = REFERENCE._check_training(reference_weights, one_step_more, recipe, "cpu")
-    assert not verdict.ok and "not the recipe's" in verdict.message
+    ok, one_step_more = recipe_verdicts(REFERENCE, "train_char_lm", ns["train_char_lm"], steps_at=5)
+    assert ok.ok and not one_step_more.ok and "not the recipe's" in one_step_more.message, (ok, one_step_more)
     Hd = params["W_hh"].shape[1]
     order = torch.cat([torch.arange(0, 2 * Hd), torch.arange(3 * Hd, 4 * Hd), torch.arange(2 * Hd, 3 * Hd)])
     swapped = dict(params, **{k: params[k][order] for k in ("W_ih", "W_hh", "b_ih", "b_hh")})

@@ -13,6 +13,7 @@ import torch
 
 from grader.course import load_assignment, load_bugs, load_reference
 from grader.submissions import run_solved_cells
+from grader.trial import recipe_verdicts
 from nlpcourse.checking import Case
 
 pytestmark = pytest.mark.grading
@@ -125,12 +126,8 @@ def test_the_notebooks_measure_is_the_graders_and_the_judge_rejects_broken_weigh
     assert ns["translation_loss"](params, "valid") == pytest.approx(REFERENCE.test_loss(params, "valid"), rel=1e-4)
     verdict = REFERENCE._check_training(expected, params, case, "cpu")
     assert verdict.details["loss"] < REFERENCE.UNIGRAM_LOSS, verdict
-    recipe = Case("recipe", [3, *REFERENCE.RECIPE_SETTINGS])
-    reference_weights = REFERENCE.train_translator(*recipe.args)
-    assert REFERENCE._check_training(reference_weights, ns["train_translator"](*recipe.args), recipe, "cpu").ok
-    one_step_more = ns["train_translator"](3, *REFERENCE.RECIPE_SETTINGS[:-1], REFERENCE.RECIPE_SETTINGS[-1] + 1)
-    verdict = REFERENCE._check_training(reference_weights, one_step_more, recipe, "cpu")
-    assert not verdict.ok and "not the recipe's" in verdict.message
+    ok, one_step_more = recipe_verdicts(REFERENCE, "train_translator", ns["train_translator"])
+    assert ok.ok and not one_step_more.ok and "not the recipe's" in one_step_more.message, (ok, one_step_more)
     swapped = dict(params, W_c=torch.cat([params["W_c"][:, 64:], params["W_c"][:, :64]], dim=1))
     assert not REFERENCE._check_training(expected, swapped, case, "cpu").ok
     assert "nan" in REFERENCE._check_training(expected, dict(params, W_a=params["W_a"] * float("nan")), case,
