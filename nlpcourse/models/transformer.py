@@ -320,7 +320,8 @@ def _train_step(model: Transformer, opt: torch.optim.Optimizer, src: torch.Tenso
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int) -> Decoded:
     """The most probable next piece at each step, for a batch; a sequence stops at its own <eos>. The
-    decoder re-reads the whole prefix each step (no cache: short sentences)."""
+    decoder re-reads the whole prefix each step (no cache: short sentences), for the sequences still open
+    only (padding is masked, so each row is its source alone)."""
     model.eval()
     c, B = model.config, src.shape[0]
     memory, src_pad = model.encode(src)
@@ -328,10 +329,12 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int) -> Decode
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     logp = torch.zeros(B, device=src.device)
     for _ in range(max_len):
-        lp = next_log_probs(model, model.decode(memory, src_pad, y))  # (B,V)
-        nxt = lp.argmax(-1)  # (B,)
-        logp += torch.where(done, 0.0, lp.gather(1, nxt[:, None]).squeeze(1))
-        y = torch.cat([y, torch.where(done, c.pad_id, nxt)[:, None]], dim=1)  # (B,t+1)
+        open_ = (~done).nonzero().squeeze(1)  # (b,) the rows still decoding
+        lp = next_log_probs(model, model.decode(memory[open_], src_pad[open_], y[open_]))  # (b,V)
+        nxt = torch.full((B,), c.pad_id, dtype=torch.long, device=src.device)  # (B,): padding once done
+        nxt[open_] = lp.argmax(-1)
+        logp[open_] += lp.gather(1, nxt[open_, None]).squeeze(1)
+        y = torch.cat([y, nxt[:, None]], dim=1)  # (B,t+1)
         done |= nxt == c.eos_id
         if bool(done.all()):
             break
