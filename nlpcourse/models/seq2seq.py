@@ -328,18 +328,38 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, max_len: int) -> Decoded:
 
 @torch.no_grad()
 def beam_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, beam: int = 5, alpha: float = 1.0) -> Decoded:
-    """Beam search for each source of the batch (one at a time). At every step each open hypothesis
-    followed by <eos> becomes a finished one (it leaves the beam and never grows again), and the
-    ``beam`` best extensions by another token stay open. Finished hypotheses are ranked by
-    log P(y | x) / |y|^alpha (|y| counts <eos>; alpha 0: the raw log-probability, which favours short
-    outputs). The search stops after ``max_len`` tokens, or as soon as no open hypothesis can still beat
-    the best finished one; with a beam as wide as every prefix it is exhaustive search."""
+    """Beam search for each source of the batch. At every step each open hypothesis followed by <eos>
+    becomes a finished one (it leaves the beam and never grows again), and the ``beam`` best extensions by
+    another token stay open. Finished hypotheses are ranked by log P(y | x) / |y|^alpha (|y| counts <eos>;
+    alpha 0: the raw log-probability, which favours short outputs). A source's search stops after
+    ``max_len`` tokens, or as soon as no open hypothesis can still beat its best finished one; with a beam as
+    wide as every prefix it is exhaustive search. Each source searches alone; one decoder step serves the
+    open hypotheses of every source (padding is packed away and masked, so each row is its source alone)."""
     if beam < 1 or max_len < 1 or alpha < 0:
         raise ConfigError(f"beam_decode: beam and max_len must be >= 1 and alpha >= 0, got {beam}, {max_len}, "
                           f"{alpha}")
     model.eval()
-    results = [_beam_one(model, src[b:b + 1], max_len, beam, alpha) for b in range(src.shape[0])]
-    return Decoded([r[0] for r in results], [r[1] for r in results], [r[2] for r in results])
+    enc = model.encode(src)
+    first = model.init_state(enc)  # (1,B,H)
+    lengths = enc.mask.sum(1).tolist()
+    searches = [_Search(first[:, b:b + 1], lengths[b]) for b in range(src.shape[0])]
+    for t in range(1, max_len + 1):
+        active = [b for b, s in enumerate(searches) if not s.done]
+        if not active:
+            break
+        sizes = [len(searches[b].beam) for b in active]
+        owner = torch.tensor([b for b, k in zip(active, sizes) for _ in range(k)], device=src.device)  # (N,)
+        y = torch.tensor([[h.tokens[-1] if h.tokens else model.config.bos_id] for b in active
+                          for h in searches[b].beam], device=src.device)  # (N,1)
+        state = torch.cat([searches[b].state for b in active], dim=1)  # (1,N,H)
+        logits, state, w = model.decode(enc.select(owner), y, state)  # (N,1,V), (1,N,H), (N,1,S)
+        lp = next_log_probs(model, logits)  # (N,V)
+        ws = w.split(sizes) if w is not None else [None] * len(sizes)  # (k,1,S) each
+        for b, lp_b, state_b, w_b in zip(active, lp.split(sizes), state.split(sizes, dim=1), ws):
+            searches[b].advance(lp_b, state_b, w_b, t, beam, max_len, alpha, model.config.eos_id)
+    best = [s.finished[0] for s in searches]
+    return Decoded([h.tokens for _, h in best], [torch.stack(h.attention) if h.attention else None for _, h in best],
+                   [score for score, _ in best])
 
 
 @dataclass
@@ -349,29 +369,32 @@ class _Hypothesis:
     logp: float  # log P(tokens | x)
 
 
-def _beam_one(model: Seq2Seq, src: torch.Tensor, max_len: int, K: int, alpha: float
-              ) -> tuple[list[int], torch.Tensor | None, float]:
-    c = model.config
-    enc = model.encode(src[:, :int((src != c.pad_id).sum())])  # (1,S) without padding
-    state = model.init_state(enc)  # (1,1,H)
-    beam, finished = [_Hypothesis([], [], 0.0)], []  # finished: (normalised score, hypothesis)
-    for t in range(1, max_len + 1):
-        y = torch.tensor([[h.tokens[-1] if h.tokens else c.bos_id] for h in beam], device=src.device)  # (k,1)
-        logits, state, w = model.decode(enc.select(torch.zeros(len(beam), dtype=torch.long)), y, state)
-        total = torch.tensor([h.logp for h in beam], device=src.device)[:, None] + next_log_probs(model, logits)
-        for i, h in enumerate(beam):  # every hypothesis may end here
-            score = float(total[i, c.eos_id])
-            finished.append((score / t ** alpha, _extend(h, c.eos_id, w, i, score)))
-        finished.sort(key=lambda f: -f[0])
-        total[:, c.eos_id] = float("-inf")
+class _Search:
+    """One source's beam: its open hypotheses with their decoder states, and the finished ones."""
+
+    def __init__(self, state: torch.Tensor, length: int):
+        self.beam, self.state = [_Hypothesis([], [], 0.0)], state  # state (1,k,H): one per open hypothesis
+        self.finished: list[tuple[float, _Hypothesis]] = []  # (normalised score, hypothesis), best first
+        self.length, self.done = length, False  # the source's length (its attention rows'), finished or not
+
+    def advance(self, lp: torch.Tensor, state: torch.Tensor, w: torch.Tensor | None, t: int, K: int,
+                max_len: int, alpha: float, eos: int) -> None:
+        """One step from the next-token log-probabilities ``lp`` (k,V) of the open hypotheses, the states
+        ``state`` (1,k,H) after their last token and their attention ``w`` (k,1,S)."""
+        w = w[:, :, :self.length] if w is not None else None  # the source's own positions
+        total = torch.tensor([h.logp for h in self.beam], device=lp.device)[:, None] + lp  # (k,1) + (k,V)
+        for i, h in enumerate(self.beam):  # every hypothesis may end here
+            score = float(total[i, eos])
+            self.finished.append((score / t ** alpha, _extend(h, eos, w, i, score)))
+        self.finished.sort(key=lambda f: -f[0])
+        total[:, eos] = float("-inf")
         best, flat = total.reshape(-1).topk(min(K, total.numel()))  # (k,V) -> the K best open extensions
         keep = [(float(v), divmod(int(f), total.shape[1])) for v, f in zip(best, flat) if math.isfinite(v)]
-        if t == max_len or not keep or _cannot_win(finished[0][0], keep[0][0], max_len, alpha):
-            break
-        beam = [_extend(beam[i], tok, w, i, v) for v, (i, tok) in keep]
-        state = state[:, torch.tensor([i for _, (i, _) in keep], device=src.device)]  # (1,k,H): the parents'
-    score, h = finished[0]
-    return h.tokens, (torch.stack(h.attention) if h.attention else None), score
+        if t == max_len or not keep or _cannot_win(self.finished[0][0], keep[0][0], max_len, alpha):
+            self.done = True
+            return
+        self.beam = [_extend(self.beam[i], tok, w, i, v) for v, (i, tok) in keep]
+        self.state = state[:, torch.tensor([i for _, (i, _) in keep], device=lp.device)]  # (1,k,H): the parents'
 
 
 def _extend(h: _Hypothesis, token: int, w: torch.Tensor | None, row: int, logp: float) -> _Hypothesis:
