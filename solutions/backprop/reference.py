@@ -188,7 +188,14 @@ def sgd_step(params, grads, lr):
 
 SPLIT_FRACTIONS = (0.8, 0.2)  # training and held-out movies, as the notebook's review_data()
 TRAIN_VOCAB = 2000  # words of the vocabulary in the training cases (V = 2004 with the specials)
-REQUIRED_ACCURACY = 0.69  # held-out accuracy each trained classifier must reach (the notebook says so)
+#: The trained part's outcome (grader.spec.OUTCOME_FIELDS), measured with
+#: ``python scripts/trained_part_seeds.py backprop --seeds 20 --jobs 2`` (and ``--baseline``): the solution's
+#: held-out accuracy over student seeds 0-19 (each its own split, hidden size and seed) against the training
+#: reviews' majority label on the same splits (baseline_outcome). The threshold is stated in the notebook.
+OUTCOME = {"metric": "accuracy", "better": "higher", "bar": 0.69, "solution_worst": 0.73, "solution_worst_seed": 10,
+           "solution_best": 0.75, "baseline": "the training reviews' majority label, the same split",
+           "baseline_best": 0.64, "baseline_best_seed": 11, "seeds": 20, "seconds": 1.7}
+REQUIRED_ACCURACY = OUTCOME["bar"]  # held-out accuracy each trained classifier must reach
 
 
 @lru_cache(maxsize=1)
@@ -223,6 +230,17 @@ def _review_rows(g: torch.Generator, n: int, vocab_size: int = 300, dtype=torch.
     idx = torch.randperm(len(tokens), generator=g)[:n].tolist()
     X = bag_of_words([vocab.encode(tokens[i]) for i in idx], len(vocab)).to(dtype)
     return X, torch.tensor([labels[i] for i in idx])
+
+
+def baseline_outcome(case: Case, trainer) -> float:
+    """A classifier that ignores the review: the majority label of the case's training reviews, its accuracy on
+    the held-out ones (the split decides it; no seed). This shows that a run learnt from the text; it does not
+    show what the hidden layer adds (the chapter finds the MLP level with logistic regression on these rows)."""
+    split_seed, vocab_size, _, _ = case.args
+    _, train_idx, _ = _split_vocab(split_seed, vocab_size)
+    labels = _tokenized_reviews()[1]
+    majority = int(2 * sum(labels[i] for i in train_idx) >= len(train_idx))
+    return float((held_out(split_seed, vocab_size)[1] == majority).double().mean())
 
 
 def required_accuracy(split_seed, vocab_size, hidden, seed):
