@@ -517,12 +517,8 @@ def fine_tune_reviews(seed, batch, lr, decay, cut_frac, ratio, steps):
 def _given_helpers() -> dict:
     """The notebook's locked cell of the trainer's helpers (load_bert, init_head, bert_groups, review_data),
     run here: the recipe's model, draws and batches are the student's, to the bit."""
-    import nbformat
-    cells = nbformat.read(str(Path(__file__).with_name(NOTEBOOK)), as_version=4).cells
-    (source,) = [c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") == "train-helpers"]
-    namespace = {"torch": torch}
-    exec(source, namespace)
-    return namespace
+    from grader.submissions import run_solved_cells
+    return run_solved_cells("pretraining", "train-helpers")
 
 
 def recipe_run(seed, batch, lr, decay, cut_frac, ratio, steps) -> dict:

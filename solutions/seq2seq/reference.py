@@ -292,12 +292,8 @@ def train_translator(seed, dim, hidden, batch, lr, epochs, clip, steps):
 def _given_helpers() -> dict:
     """The notebook's locked cell of the trainer's helpers (init_params, training_batches...), run here: the
     recipe's draws and batches are the student's, to the bit."""
-    import nbformat
-    cells = nbformat.read(str(Path(__file__).with_name(NOTEBOOK)), as_version=4).cells
-    (source,) = [c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") == "train-helpers"]
-    namespace = {"torch": torch}
-    exec(source, namespace)
-    return namespace
+    from grader.submissions import run_solved_cells
+    return run_solved_cells("seq2seq", "train-helpers")
 
 
 def recipe_run(seed, dim, hidden, batch, lr, epochs, clip, steps) -> dict:
