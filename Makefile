@@ -15,7 +15,7 @@ export PYTHONHASHSEED := 0
 # kernel of the book build and of nbval, in the tests and the grader (tests/test_threads.py checks the value).
 export OMP_WAIT_POLICY := PASSIVE
 
-.PHONY: book test setup sysdeps clean help
+.PHONY: book test setup sysdeps clean help gpu-check
 
 help:
 	@echo "make book   build the book into _build/html (sets up .venv first)"
@@ -75,6 +75,13 @@ test: setup sysdeps book
 	  --durations=15; echo "== stage library: $$(( $$(date +%s) - start )) s"
 	start=$$(date +%s); $(PY) -m pytest -n 2 --dist loadfile -m grading tests solutions \
 	  --durations=15; echo "== stage grading: $$(( $$(date +%s) - start )) s"
+
+# On a machine with CUDA: every assignment graded on CUDA and the gpu-marked tests run (scripts/gpu_check.py),
+# the results written to benchmarks/results/gpu.json. Without CUDA, a dry run on the CPU that writes nothing.
+# It runs on the lent GPU machine's own Python (no .venv there): see README.md, "GPU".
+GPU_PY := $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+gpu-check:
+	$(GPU_PY) scripts/gpu_check.py --json benchmarks/results/gpu.json
 
 clean:
 	rm -rf _build .pytest_cache book/_vendor

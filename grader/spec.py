@@ -34,6 +34,9 @@ class Part:
     weight: float = 1.0  # share of the test cell's points, relative to the other parts of that cell
     extra: dict[str, Any] = field(default_factory=dict)  # anything else the reference needs
     check: Check | None = None  # how to compare an output with the reference's (None: nlpcourse.checking.compare)
+    # the reference runs on the case's device rather than the CPU: for outputs drawn from that device's own random
+    # stream (a dropout mask from a CUDA generator differs from the CPU's with the same seed)
+    same_device: bool = False
 
 
 def make_case(name: str, args: Sequence[Any], device: str, rtol: float | None = None,

@@ -21,9 +21,9 @@ import nbformat
 from nlpcourse.checking import Case, Verdict, run_case
 
 from .course import GraderError, load_assignment, load_bugs, load_reference
+from .judging import judge_case, make_cases
 from .notebook import HIDDEN_BEGIN, is_autograded_test, is_solution, nbgrader_meta, skip_reason
 from .submissions import solution_answers
-from .worker import judge_case, make_cases
 
 
 def trained_part(assignment: str) -> str:

@@ -10,7 +10,6 @@ it had to kill a worker, so a submission always ends with a result.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import shutil
@@ -27,11 +26,11 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbclient.util import ensure_async
 
-from nlpcourse.checking import Case, Verdict, argument_name, compare, copy_to, save_cases
-from nlpcourse.device import available_devices
+from nlpcourse.checking import Case, save_cases
 from nlpcourse.threads import use_threads
 
 from .course import Assignment, load_assignment, load_reference
+from .judging import judge_part, make_cases
 from .notebook import (
     InvalidSubmission,
     cell_timeout,
@@ -77,18 +76,6 @@ class CellScore:
     message: str  # what passed and what failed, for the feedback
 
 
-def make_cases(reference, seed: int) -> dict[str, list[Case]]:
-    """The hidden-test inputs, from the seed: the grader regenerates them rather than trusting a file
-    the kernel could have rewritten."""
-    cases: dict[str, list[Case]] = {}
-    for name, part in reference.PARTS.items():
-        part_seed = seed + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
-        # a generator per device, seeded alike: the CUDA cases hold the same inputs as the CPU cases
-        cases[name] = [c for dev in available_devices()
-                       for c in part.cases(torch.Generator().manual_seed(part_seed), str(dev.type))]
-    return cases
-
-
 def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
     """Read what the kernel recorded for one part. The kernel owns the folder, so the file may be
     anything it made: it is read only if it is a regular file, reached through no symbolic link (a
@@ -116,44 +103,6 @@ def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         return None, "the recorded result has the wrong format"
     return data, ""
-
-
-def judge_case(part, case: Case, got: dict) -> Verdict:
-    """The verdict on one recorded call (see nlpcourse.checking.run_case): it raised, it changed its
-    arguments in place, or what it returned against the reference's output on the same case."""
-    if not got.get("ok"):
-        return Verdict(False, f"raised {str(got.get('error', 'an error'))[:300]}")
-    changed = got.get("changed") or []
-    if changed:
-        where = argument_name(part.reference, changed[0])
-        return Verdict(False, f"changed its argument {where} in place; the function must leave its inputs as they "
-                              f"were (compute new tensors)")
-    expected = part.reference(*copy_to(case.args, "cpu"))
-    dev = case.device if set(got.get("devices", [])) - {case.device} else None
-    if part.check is None:
-        return compare(expected, got.get("value"), "output", case.rtol, case.atol, device=dev)
-    try:
-        return part.check(expected, got.get("value"), case, dev)
-    except Exception as exc:  # noqa: BLE001 - an output the check cannot read is a wrong output
-        return Verdict(False, f"output cannot be checked: {type(exc).__name__}: {str(exc)[:200]}")
-
-
-def judge_part(part, cases: list[Case], recording: list[dict] | None, why_missing: str) -> tuple[float, str]:
-    """Fraction of cases passed and a message naming the first failing case."""
-    if recording is None:
-        return 0.0, why_missing
-    if len(recording) != len(cases):
-        return 0.0, f"recorded {len(recording)} results for {len(cases)} cases"
-    passed, first_failure = 0, ""
-    for case, got in zip(cases, recording):
-        verdict = judge_case(part, case, got)
-        if verdict.ok:
-            passed += 1
-        else:
-            first_failure = first_failure or f"case '{case.name}' ({case.device}): {verdict.message}"
-    frac = passed / len(cases) if cases else 0.0
-    msg = f"{passed}/{len(cases)} cases passed" + (f"; first failure: {first_failure}" if first_failure else "")
-    return frac, msg
 
 
 def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir: Path,

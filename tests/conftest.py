@@ -21,6 +21,21 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(autouse=True)
+def full_float32(request):
+    """A CUDA test compares with the CPU and with PyTorch's own kernels at float32 tolerances, so TF32 (on by
+    default in cuDNN's convolutions and RNNs: a 10-bit mantissa) is off while it runs, and restored after."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    import torch
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 #: The test files that take longest, first: ``--dist loadfile`` hands whole files to the two workers in the
 #: order they were collected, and a long file handed out last keeps one worker busy while the other idles.
 #: The grading queue of every assignment goes first (one worker grades it from the start, the other takes

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.judging import judge_case
 from grader.spec import Part
-from grader.worker import judge_case
 from nlpcourse.checking import Case, CheckFailure, changed_arguments, check_close, copy_to, run_case
 
 

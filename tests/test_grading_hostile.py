@@ -730,7 +730,8 @@ def _genuine_equivalent(batch, student: str, value_of) -> dict[str, float]:
     grader's own judge on recordings made here, from this student's seed."""
     import tempfile
 
-    from grader.worker import grade_cells, make_cases
+    from grader.judging import make_cases
+    from grader.worker import grade_cells
     from nlpcourse.checking import _map  # noqa: F401 - used by value_of
 
     a = load_assignment(ASSIGNMENT)

@@ -17,6 +17,7 @@ same logits, so what the chapter trains is the model practitioners load by name.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -96,8 +97,10 @@ class Bert(nn.Module):
         return self.drop(self.embed_norm(x))
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
-        """(B,T,D) hidden states; padded positions are never attended to."""
-        return self.encoder(self.embed(ids, segments), src_key_padding_mask=ids == PAD_ID)
+        """(B,T,D) hidden states; padded positions are never attended to. The encoder always takes the
+        layers' own path, never PyTorch's inference fast path (:func:`_math_path`)."""
+        with _math_path():
+            return self.encoder(self.embed(ids, segments), src_key_padding_mask=ids == PAD_ID)
 
     def mlm_logits(self, h: torch.Tensor) -> torch.Tensor:
         """(B,T,D) -> (B,T,V): the masked-LM head, tied to the token embeddings."""
@@ -159,6 +162,20 @@ def _init_weights(module: nn.Module) -> None:
     elif isinstance(module, nn.MultiheadAttention):
         nn.init.normal_(module.in_proj_weight, std=0.02)
         nn.init.zeros_(module.in_proj_bias)
+
+
+@contextlib.contextmanager
+def _math_path():
+    """PyTorch's fast path for ``nn.TransformerEncoder`` in evaluation (no gradient) off for the block, then as it
+    was. On CUDA its fused layer gave outputs 1.4e-3 away from the layer's own computation, in float64 as in
+    float32, where the CPU's agreed to 4e-6: a model evaluated on a GPU was not quite the model it trained
+    (``make gpu-check`` on an H200 with PyTorch 2.11: tests/test_bert.py's comparison with Hugging Face)."""
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
 
 
 def build_bert(config: BertConfig, seed: int = 0, device: torch.device | str = "cpu") -> Bert:

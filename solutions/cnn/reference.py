@@ -595,7 +595,8 @@ PARTS: dict[str, Part] = {
     "multichannel_embedding": Part("multichannel-test", multichannel_embedding, multichannel_cases,
                                    ("multichannel-solution",), NO_LIBRARY, check=_check_multichannel),
     "project_max_norm": Part("maxnorm-test", project_max_norm, maxnorm_cases, ("maxnorm-solution",), NO_LIBRARY),
-    "cnn_logits": Part("logits-test", cnn_logits, logits_cases, ("logits-solution",), NO_LIBRARY),
+    "cnn_logits": Part("logits-test", cnn_logits, logits_cases, ("logits-solution",), NO_LIBRARY,
+                       same_device=True),  # the dropout mask is drawn from the device's own generator
     "train_cnn": Part("train-test", train_cnn, training_cases, ("train-solution",), TRAIN_FORBIDDEN,
                       check=_check_training),
 }

@@ -431,6 +431,9 @@ def mha_cases(g: torch.Generator, device: str) -> list[Case]:
 
 
 def position_cases(g: torch.Generator, device: str) -> list[Case]:
+    """Sizes, not tensors: the positions are built on the CPU (the model moves them), so no CUDA case."""
+    if device != "cpu":
+        return []
     sizes = [(1, 2), (5, 4), (7, 6), (100, 512)]
     sizes.append((int(torch.randint(2, 60, (1,), generator=g)), 2 * int(torch.randint(1, 33, (1,), generator=g))))
     names = [f"T={T} D={D}" for T, D in sizes]
@@ -442,6 +445,9 @@ def position_cases(g: torch.Generator, device: str) -> list[Case]:
 
 
 def causal_cases(g: torch.Generator, device: str) -> list[Case]:
+    """A size, not a tensor: the mask is built on the CPU (the model moves it), so no CUDA case."""
+    if device != "cpu":
+        return []
     Ts = [1, 2, 5, 17, int(torch.randint(20, 120, (1,), generator=g))]
     return [make_case(f"T={T}" + (" (one position)" if T == 1 else ""), (T,), device) for T in Ts]
 

@@ -1,0 +1,43 @@
+"""``make gpu-check`` (scripts/gpu_check.py) where there is no GPU: its dry run, so that the command works the day
+a GPU machine is lent; and the results the last GPU machine wrote (benchmarks/results/gpu.json)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.course import assignments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_dry_run_grades_every_assignment_catches_its_bugs_and_collects_the_cuda_tests(tmp_path):
+    out = tmp_path / "gpu.json"
+    proc = subprocess.run([sys.executable, "scripts/gpu_check.py", "--dry-run", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["dry_run"] and result["ok"]
+    assert [r["assignment"] for r in result["assignments"]] == assignments()
+    for r in result["assignments"]:
+        assert len(r["parts"]) >= 6, r["assignment"]  # every part but the trained one
+        for name, part in r["parts"].items():
+            passed, total = part["cases"]["cpu"]
+            assert total > 0 and passed == total, (r["assignment"], name, part["failure"])
+        assert len(r["bugs"]) == 1 and r["bugs"][0]["caught"], (r["assignment"], r["bugs"])
+    tests = result["gpu_tests"]
+    assert tests["exit"] == 0 and tests["collected"] >= 10, tests
+    assert "dry run: everything passed" in proc.stdout
+
+
+def test_the_committed_results_come_from_a_gpu_and_cover_every_assignment():
+    result = json.loads((ROOT / "benchmarks" / "results" / "gpu.json").read_text())
+    assert not result["dry_run"] and "NVIDIA" in result["environment"]["device"]
+    assert result["environment"]["cuda"] and result["environment"]["driver"]
+    assert sorted(r["assignment"] for r in result["assignments"]) == sorted(assignments())
+    for r in result["assignments"]:
+        cuda = [p["cases"].get("cuda", [0, 0]) for p in r["parts"].values()]
+        assert sum(n for _, n in cuda) > 0, f"{r['assignment']}: no CUDA case was graded"
+        assert len(r["bugs"]) >= 3 and all(b["device"] == "cuda" for b in r["bugs"])
+    assert result["gpu_tests"]["passed"] + result["gpu_tests"]["failed"] > 0
