@@ -57,12 +57,6 @@ def test_hidden_cases_hold_the_edge_cases_the_issue_asks_for():
     assert real and (real[0].args[0].abs().sum(dim=2) > 0).sum(dim=1).min() <= 2, "a 1-2 word snippet"
 
 
-def test_notebook_gradcheck_functions_are_the_graders():
-    ns = _run_cells("gradcheck-functions")
-    for case in REFERENCE.PARTS["numerical_gradient"].cases(torch.Generator().manual_seed(3), "cpu"):
-        name, x, _, *fixed = case.args
-        assert torch.allclose(ns["GRADCHECK_FUNCTIONS"][name](x, *fixed),
-                              REFERENCE.GRADCHECK_FUNCTIONS[name](x, *fixed)), name
 
 
 def test_the_notebooks_measure_is_the_graders_and_the_solution_clears_the_bar():

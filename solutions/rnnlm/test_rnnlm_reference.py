@@ -64,12 +64,8 @@ def test_hidden_cases_hold_the_edge_cases_the_issue_asks_for():
         assert any(c.name.startswith("real") for c in _cases(part)), part
 
 
-def test_notebook_functions_are_the_graders():
-    ns = _run_cells("setup", "gradcheck-solution", "gradcheck-functions", "tbptt-solution", "tbptt-probe")
-    for case in _cases("numerical_gradient", 3):
-        name, x, _, *fixed = case.args
-        ours = REFERENCE.GRADCHECK_FUNCTIONS[name](x, *fixed)
-        assert torch.allclose(ns["GRADCHECK_FUNCTIONS"][name](x, *fixed), ours), name
+def test_notebook_tbptt_probe_is_the_graders():
+    ns = _run_cells("setup", "tbptt-solution", "tbptt-probe")
     for case in _cases("tbptt_forward", 3):
         value, grads = ns["tbptt_probe"](*case.args)
         expected = REFERENCE.tbptt_probe(*case.args)
