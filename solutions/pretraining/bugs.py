@@ -82,4 +82,9 @@ BUGS: list[Bug] = [
         "causal-solution", "real = targets != pad", "real = torch.ones_like(targets, dtype=torch.bool)", {CAUSAL}),
     Bug("fine_tune_reviews: no zero_grad (the gradients of every step add up)",
         "train-solution", "        opt.zero_grad()\n", "", {TRAIN}),
+    Bug("numerical_gradient: forward differences (f(x + eps) - f(x)) / eps",
+        "gradcheck-solution", "(f(x + bump) - f(x - bump)) / (2 * eps)", "(f(x + bump) - f(x)) / eps",
+        {"gradcheck-test"}),
+    Bug("relative_error: 0 / 0 = nan when both tensors are zero (no special case)",
+        "gradcheck-solution", "    if size == 0:\n        return 0.0\n", "", {"gradcheck-test"}),
 ]

@@ -54,7 +54,8 @@ def test_hidden_cases_hold_the_edge_and_real_cases():
     assert any(not float(c.args[1] * c.args[2]).is_integer() for c in _cases("triangular_lr")), (
         "total * cut_frac not whole")
     for part in REFERENCE.PARTS:
-        if part not in ("layer_rates", "triangular_lr", "fine_tune_reviews"):
+        # the shared gradient check (grader/gradcheck.py) differentiates functions, on no data
+        if part not in ("layer_rates", "triangular_lr", "fine_tune_reviews", "numerical_gradient", "relative_error"):
             cases = _cases(part)
             assert any(c.name.startswith("real") for c in cases), part
             if part not in ("mask_tokens", "pair_input"):

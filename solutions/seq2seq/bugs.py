@@ -111,4 +111,9 @@ BUGS: list[Bug] = [
         "        loss.backward()\n        optimizer.zero_grad()\n", {TRAIN}),
     Bug("train_translator: the gradients not clipped",
         "train-solution", "        torch.nn.utils.clip_grad_norm_(list(params.values()), clip)\n", "", {TRAIN}),
+    Bug("numerical_gradient: forward differences (f(x + eps) - f(x)) / eps",
+        "gradcheck-solution", "(f(x + bump) - f(x - bump)) / (2 * eps)", "(f(x + bump) - f(x)) / eps",
+        {"gradcheck-test"}),
+    Bug("relative_error: 0 / 0 = nan when both tensors are zero (no special case)",
+        "gradcheck-solution", "    if size == 0:\n        return 0.0\n", "", {"gradcheck-test"}),
 ]

@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from grader.gradcheck import gradcheck_parts
 from grader.spec import Part, make_case, recipe_check, tensor_problem, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, value_and_grads
 from nlpcourse.data.batching import pad_batch
@@ -775,6 +776,33 @@ def training_cases(g: torch.Generator, device: str) -> list[Case]:
                       "must be the recipe's", (recipe_seed, *RECIPE_SETTINGS), device)]
 
 
+# The functions whose numerical gradients the hidden tests ask for. The notebook's locked cell
+# "gradcheck-functions" defines the same ones (tests/test_gradcheck.py checks it).
+def _cubic(x):
+    return (x ** 3 - 2 * x ** 2 + 0.5 * x).sum()
+
+
+def _log_sum_exp(x):
+    return torch.logsumexp(x.reshape(-1), dim=0)
+
+
+def _attention_read(q, K, V, G):
+    return (torch.softmax(K @ q, dim=0) @ V * G).sum()  # (S,D) x (D,) -> (S,); (S,) x (S,Dv) -> (Dv,)
+
+
+GRADCHECK_FUNCTIONS = {"cubic": _cubic, "log_sum_exp": _log_sum_exp, "attention_read": _attention_read}
+
+
+def own_gradcheck_cases(g: torch.Generator, device: str) -> list[Case]:
+    """The numerical-gradient cases on this notebook's own functions (grader.gradcheck adds the common ones)."""
+    return [
+        make_case("what a query (3,) reads from 4 keys and values, float64, eps 1e-5",
+                  ("attention_read", _randn(g, 3), 1e-5, _randn(g, 4, 3), _randn(g, 4, 2), _randn(g, 2)), device),
+        make_case("what a query (5,) reads from 7 keys and values, float64, eps 1e-4",
+                  ("attention_read", _randn(g, 5), 1e-4, _randn(g, 7, 5), _randn(g, 7, 3), _randn(g, 3)), device),
+    ]
+
+
 # ------------------------------------------------------------------ the parts
 
 PARTS: dict[str, Part] = {
@@ -784,6 +812,7 @@ PARTS: dict[str, Part] = {
                                NO_LIBRARY, check=tuple_check(("context", "weights"))),
     "dot_attention_backward": Part("backward-test", dot_attention_backward, backward_cases, ("backward-solution",),
                                    BACKWARD_FORBIDDEN, check=tuple_check(("dq", "dkeys", "dvalues"))),
+    **gradcheck_parts(GRADCHECK_FUNCTIONS, own_gradcheck_cases, BACKWARD_FORBIDDEN),
     "decoder_step": Part("decoder-test", decoder_step, decoder_cases, ("decoder-solution",), NO_LIBRARY,
                          check=tuple_check(("logits", "h", "weights"))),
     "masked_cross_entropy": Part("loss-test", masked_cross_entropy, masked_ce_cases, ("loss-solution",), NO_LIBRARY),

@@ -110,4 +110,9 @@ BUGS: list[Bug] = [
     Bug("lm_forward: no causal mask (padding only): every position sees the whole verse",
         "train-solution", "mask = causal_mask(T)[None] & (ids != 0)[:, None, :]", "mask = (ids != 0)[:, None, :]",
         {TRAIN}),
+    Bug("numerical_gradient: forward differences (f(x + eps) - f(x)) / eps",
+        "gradcheck-solution", "(f(x + bump) - f(x - bump)) / (2 * eps)", "(f(x + bump) - f(x)) / eps",
+        {"gradcheck-test"}),
+    Bug("relative_error: 0 / 0 = nan when both tensors are zero (no special case)",
+        "gradcheck-solution", "    if size == 0:\n        return 0.0\n", "", {"gradcheck-test"}),
 ]
