@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from grader import gradcheck
-from grader.course import assignments, load_assignment, load_reference
+from grader.course import assignments, load_assignment, load_bugs, load_reference
+from grader.judging import judge_case
 from grader.submissions import run_solved_cells, solved_cells
-from nlpcourse.checking import compare
+from grader.trial import solved_namespace
+from nlpcourse.checking import compare, run_case
 
 
 def _uses_the_shared_check(name: str) -> bool:
@@ -27,7 +29,7 @@ def _cases(reference, seed: int):
 
 
 def test_the_assignments_that_derive_gradients_share_the_check():
-    assert {"cnn", "rnnlm", "word2vec"} <= set(SHARED)
+    assert {"backprop", "cnn", "rnnlm", "word2vec", "seq2seq", "transformer", "pretraining"} <= set(SHARED)
 
 
 @pytest.mark.parametrize("name", SHARED)
@@ -85,3 +87,19 @@ def _specification(name: str, function: str) -> str:
 def test_one_specification_wherever_the_check_is_asked_for(function):
     specs = {name: _specification(name, function) for name in SHARED}
     assert len(set(specs.values())) == 1, specs
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_the_solution_passes_and_every_planted_bug_of_the_check_fails_on_every_seed(name):
+    """Judged as the grader judges (in this process): the solution's two functions pass every case of seeds 0
+    to 2, and each planted bug of the answer cell fails some case of each seed, so that it always loses."""
+    reference = load_reference(load_assignment(name))
+    bugs = [i for i, bug in enumerate(load_bugs(load_assignment(name))) if bug.cell == "gradcheck-solution"]
+    assert len(bugs) >= 2
+    for bug in [None, *bugs]:
+        recorded = solved_namespace(name, bug)["recorded"]
+        for seed in (0, 1, 2):
+            verdicts = [judge_case(reference.PARTS[part], case, run_case(recorded[part], case)).ok
+                        for part in ("numerical_gradient", "relative_error")
+                        for case in reference.PARTS[part].cases(torch.Generator().manual_seed(seed), "cpu")]
+            assert all(verdicts) if bug is None else not all(verdicts), (name, bug, seed)

@@ -32,40 +32,20 @@ GRADCHECK, LINEAR, ACTIVATION, LOGSOFTMAX, LOSS, MLP, SGD, TRAIN = (
     "gradcheck-test", "linear-test", "activation-test", "logsoftmax-test", "loss-test", "mlp-test", "sgd-test",
     "train-test")
 
-_CENTRAL = """        flat[i] = old - eps
-        f_minus = float(f(X))
-        flat[i] = old
-        flat_grad[i] = (f_plus - f_minus) / (2 * eps)"""
-_FORWARD = """        flat[i] = old
-        f_0 = float(f(X))
-        flat_grad[i] = (f_plus - f_0) / eps"""
-_ONE_AT_A_TIME = """    for i in range(flat.numel()):
-        old = flat[i].item()
-        flat[i] = old + eps
-        f_plus = float(f(X))
-        flat[i] = old - eps
-        f_minus = float(f(X))
-        flat[i] = old
-        flat_grad[i] = (f_plus - f_minus) / (2 * eps)
-    return grad"""
-_ALL_AT_ONCE = """    return (float(f(X + eps)) - float(f(X - eps))) / (2 * eps) * torch.ones_like(X)"""
-
 BUGS: list[Bug] = [
     # part 2: the gradient check
     Bug("numerical_gradient: one-sided (forward) differences, whose error is of order eps",
-        "gradcheck-solution", _CENTRAL, _FORWARD, {GRADCHECK}),
-    Bug("numerical_gradient: nudges every entry at once (X + eps), the same number for every entry",
-        "gradcheck-solution", _ONE_AT_A_TIME, _ALL_AT_ONCE, {GRADCHECK}),
-    Bug("numerical_gradient: does not put the entry back, so later entries are nudged around a moved X",
-        "gradcheck-solution", "        flat[i] = old\n", "", {GRADCHECK}),
-    Bug("relative_error: divides by |b| only (inf or nan where b is 0)",
-        "gradcheck-solution", "scale = torch.maximum(a.abs(), b.abs()).clamp_min(1e-8)", "scale = b.abs()",
-        {GRADCHECK}),
-    Bug("relative_error: no 1e-8 floor in the denominator (0 / 0 = nan where both are 0)",
-        "gradcheck-solution", "torch.maximum(a.abs(), b.abs()).clamp_min(1e-8)", "torch.maximum(a.abs(), b.abs())",
-        {GRADCHECK}),
-    Bug("relative_error: the mean over the entries instead of the largest",
-        "gradcheck-solution", "(diff / scale).max().item()", "(diff / scale).mean().item()", {GRADCHECK}),
+        "gradcheck-solution", "(f(x + bump) - f(x - bump)) / (2 * eps)", "(f(x + bump) - f(x)) / eps", {GRADCHECK}),
+    Bug("numerical_gradient: nudges every entry at once (x + eps), the same number for every entry",
+        "gradcheck-solution", "bump.view(-1)[i] = eps", "bump += eps", {GRADCHECK}),
+    Bug("numerical_gradient: divides by eps, not by the distance 2 eps between the two points",
+        "gradcheck-solution", "/ (2 * eps)", "/ eps", {GRADCHECK}),
+    Bug("relative_error: divides by ||b|| only (0 where b is 0, instead of 1)",
+        "gradcheck-solution", "size = a.norm() + b.norm()", "size = b.norm()", {GRADCHECK}),
+    Bug("relative_error: 0 / 0 = nan when both tensors are zero (no special case)",
+        "gradcheck-solution", "    if size == 0:\n        return 0.0\n", "", {GRADCHECK}),
+    Bug("relative_error: divides by the largest entries (max |a_i| + max |b_i|), not by the norms",
+        "gradcheck-solution", "size = a.norm() + b.norm()", "size = a.abs().max() + b.abs().max()", {GRADCHECK}),
     # part 3: the linear layer
     Bug("linear_forward: X @ W instead of X @ W.T (shape error unless D == H)",
         "linear-solution", "return X @ W.T + b", "return X @ W + b", {LINEAR, MLP, TRAIN}),

@@ -1,8 +1,7 @@
 """Checks that only make sense for the assignment "Backprop by hand": the notebook's locked helper cells
-agree with the reference that grades them, the gradient check's tolerance separates central from
-one-sided differences, the training check measures what it says, and the bugs the assignment is about
-are planted. Private, like the reference beside it (never released: ``grader.course.PRIVATE_FILES``);
-the checks every assignment passes are in tests/test_grading_assignments.py."""
+agree with the reference that grades them, the training check measures what it says, and the bugs the
+assignment is about are planted. Private, like the reference beside it (never released:
+``grader.course.PRIVATE_FILES``); the checks every assignment passes are in tests/test_grading_assignments.py."""
 from __future__ import annotations
 
 import re
@@ -14,7 +13,7 @@ import torch
 from grader.course import load_assignment, load_bugs, load_reference
 from grader.notebook import forbidden_uses, nbgrader_meta
 from grader.submissions import solution_answers
-from nlpcourse.checking import Case, compare
+from nlpcourse.checking import Case
 
 pytestmark = pytest.mark.grading
 
@@ -41,49 +40,15 @@ def _namespace(*answers: str, bug=None) -> dict:
     return ns
 
 
-def _gradcheck_score(ns: dict, seed: int) -> dict[str, list[bool]]:
-    """Which hidden cases of part 2 the namespace's functions pass (judged like the grader does)."""
-    out = {}
-    for name, call in (("numerical_gradient", lambda X, eps, spec: ns["numerical_gradient"](
-            ns["scalar_test_function"](spec), X, eps)), ("relative_error", ns["relative_error"])):
-        part = REFERENCE.PARTS[name]
-        passed = []
-        for case in part.cases(torch.Generator().manual_seed(seed), "cpu"):
-            try:
-                got = call(*[a.clone() if isinstance(a, torch.Tensor) else a for a in case.args])
-            except Exception:  # noqa: BLE001 - a failed case
-                passed.append(False)
-                continue
-            passed.append(compare(part.reference(*case.args), got, "output", case.rtol, case.atol).ok)
-        out[name] = passed
-    return out
-
-
 def test_notebook_helpers_are_the_references():
-    """``scalar_test_function`` and ``review_data`` run in the kernel; the grader uses its own copies
-    (the reference's gradient, the held-out reviews it measures the trained classifier on)."""
+    """``review_data`` runs in the kernel; the grader uses its own copy (the held-out reviews it measures the
+    trained classifier on). The gradient check's locked functions: tests/test_gradcheck.py."""
     ns = _namespace()
-    for case in REFERENCE.PARTS["numerical_gradient"].cases(torch.Generator().manual_seed(3), "cpu"):
-        X, _, spec = case.args
-        assert torch.equal(ns["scalar_test_function"](spec)(X), REFERENCE.scalar_test_function(spec)(X)), case.name
     for split_seed in (0, 12345):
         _, _, X_val, y_val = ns["review_data"](split_seed, REFERENCE.TRAIN_VOCAB)
         X_ref, y_ref = REFERENCE.held_out(split_seed, REFERENCE.TRAIN_VOCAB)
         assert torch.equal(X_val, X_ref) and torch.equal(y_val, y_ref), split_seed
         assert X_val.shape[1] == REFERENCE.TRAIN_VOCAB + 4
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_gradient_tolerance_passes_central_and_fails_one_sided_differences(seed):
-    """The solution passes every hidden case of part 2; each planted bug of part 2 fails some case, on
-    every seed (so that the grading suite, with its random seeds, always sees it lose points)."""
-    scores = _gradcheck_score(_namespace("gradcheck-solution"), seed)
-    assert all(scores["numerical_gradient"]) and all(scores["relative_error"]), scores
-    for bug in (b for b in BUGS if b.cell == "gradcheck-solution"):
-        scores = _gradcheck_score(_namespace("gradcheck-solution", bug=bug), seed)
-        assert not all(scores["numerical_gradient"]) or not all(scores["relative_error"]), bug.name
-        if "one-sided" in bug.name:  # its error, eps/2 * f'', is far above the tolerance on most cases
-            assert sum(scores["numerical_gradient"]) <= 2, (bug.name, scores)
 
 
 def test_training_check_measures_the_parameters_itself():
@@ -117,7 +82,7 @@ def test_notebook_states_the_graded_numbers():
     required = f"{REFERENCE.REQUIRED_ACCURACY:.2f}"
     assert f"at least {required}" in cells["train-md"] and f"accuracy >= {required}" in cells["train-run"]
     assert f"{REFERENCE.TRAIN_VOCAB} words" in " ".join(cells["train-md"].split())
-    assert "1e-5" in cells["gradcheck-md"].replace("10^{-5}", "1e-5") and "10^{-8}" in cells["gradcheck-md"]
+    assert "10^{-6}" in cells["gradcheck-md"] and "10^{-2}" in cells["gradcheck-md"]  # right, surely wrong
 
 
 def test_no_gradient_formula_is_given_away():
@@ -146,6 +111,6 @@ def test_the_bugs_the_new_parts_are_about_are_planted():
     """Part 2: one-sided differences, all entries nudged at once, a relative error without its guard.
     Part 9: no step taken, labels shuffled apart from the inputs; each loses the training part only."""
     names = " ".join(b.name for b in BUGS if b.loses == {GRADCHECK})
-    assert "one-sided" in names and "at once" in names and "|b| only" in names
+    assert "one-sided" in names and "at once" in names and "||b|| only" in names
     train_only = " ".join(b.name for b in BUGS if b.loses == {TRAIN})
     assert "drops the new parameters" in train_only and "not the labels" in train_only
