@@ -28,6 +28,21 @@ def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
     return 0.0 if size == 0 else float(torch.linalg.vector_norm(a - b) / size)
 
 
+def cubic(x: torch.Tensor) -> torch.Tensor:
+    """A polynomial of every entry, summed: the first function every notebook's check is tried on."""
+    return (x ** 3 - 2 * x ** 2 + 0.5 * x).sum()
+
+
+def log_sum_exp(x: torch.Tensor) -> torch.Tensor:
+    """log sum exp of all the entries: the second."""
+    return torch.logsumexp(x.reshape(-1), dim=0)
+
+
+#: The functions of :func:`common_numerical_cases`, in every notebook's locked ``gradcheck-functions`` cell (as
+#: ``_cubic`` and ``_log_sum_exp``); a reference adds its own: ``{**COMMON_FUNCTIONS, "conv": ...}``.
+COMMON_FUNCTIONS: dict[str, Callable] = {"cubic": cubic, "log_sum_exp": log_sum_exp}
+
+
 def numerical_gradient_of(functions: dict[str, Callable]) -> Callable:
     """The reference of ``numerical_gradient_on(name, x, eps, *fixed)``: central differences of
     ``functions[name](., *fixed)`` at ``x``, one coordinate at a time."""

@@ -4,13 +4,12 @@ from a seed (:func:`make_cases`), and each recorded call judged against the refe
 Jupyter stack is installed (``scripts/gpu_check.py`` on a GPU machine)."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 
 import torch
 
 from nlpcourse.checking import Case, Verdict, argument_name, compare, copy_to
-from nlpcourse.device import available_devices
+from nlpcourse.device import available_devices, full_float32
 
 
 def make_cases(reference, seed: int) -> dict[str, list[Case]]:
@@ -69,15 +68,6 @@ def _reference_output(part, case: Case):
     10-bit mantissa) by default on CUDA, far coarser than the float32 tolerances of the cases."""
     if not part.same_device or case.device == "cpu":
         return part.reference(*copy_to(case.args, "cpu"))
-    with _no_tf32():
+    with full_float32():
         return copy_to(part.reference(*copy_to(case.args, case.device)), "cpu")
 
-
-@contextlib.contextmanager
-def _no_tf32():
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

@@ -2,8 +2,9 @@
 moving tensors there (:func:`to_device`)."""
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -55,3 +56,16 @@ def to_device(obj: Any, device: torch.device | str) -> Any:
     if isinstance(obj, Mapping):
         return {k: to_device(v, device) for k, v in obj.items()}
     return obj
+
+
+@contextlib.contextmanager
+def full_float32() -> Iterator[None]:
+    """TF32 off for the block, then as it was. On CUDA, cuDNN's convolutions and RNNs round float32 products
+    to a 10-bit mantissa by default (TF32): far coarser than float32, which a comparison with the CPU or a
+    reference kernel at float32 tolerances needs (the grader's judges and the CUDA tests use this)."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

@@ -3,6 +3,7 @@ import os
 import pytest
 
 import nlpcourse  # noqa: F401 - first, before any test module imports torch: the thread policy (nlpcourse/threads.py)
+from nlpcourse.device import full_float32
 from nlpcourse.threads import use_threads
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -22,18 +23,14 @@ def one_thread():
 
 
 @pytest.fixture(autouse=True)
-def full_float32(request):
+def cuda_tests_in_full_float32(request):
     """A CUDA test compares with the CPU and with PyTorch's own kernels at float32 tolerances, so TF32 (on by
     default in cuDNN's convolutions and RNNs: a 10-bit mantissa) is off while it runs, and restored after."""
     if request.node.get_closest_marker("gpu") is None:
         yield
         return
-    import torch
-
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+    with full_float32():
+        yield
 
 
 #: The test files that take longest, first: ``--dist loadfile`` hands whole files to the two workers in the

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.gradcheck import gradcheck_parts
+from grader.gradcheck import COMMON_FUNCTIONS, gradcheck_parts
 from grader.spec import Part, make_case, recipe_check, tensor_problem, tuple_check
 from nlpcourse.checking import Case, Verdict, compare, value_and_grads
 from nlpcourse.data.batching import pad_batch
@@ -778,19 +778,11 @@ def training_cases(g: torch.Generator, device: str) -> list[Case]:
 
 # The functions whose numerical gradients the hidden tests ask for. The notebook's locked cell
 # "gradcheck-functions" defines the same ones (tests/test_gradcheck.py checks it).
-def _cubic(x):
-    return (x ** 3 - 2 * x ** 2 + 0.5 * x).sum()
-
-
-def _log_sum_exp(x):
-    return torch.logsumexp(x.reshape(-1), dim=0)
-
-
 def _attention_read(q, K, V, G):
     return (torch.softmax(K @ q, dim=0) @ V * G).sum()  # (S,D) x (D,) -> (S,); (S,) x (S,Dv) -> (Dv,)
 
 
-GRADCHECK_FUNCTIONS = {"cubic": _cubic, "log_sum_exp": _log_sum_exp, "attention_read": _attention_read}
+GRADCHECK_FUNCTIONS = {**COMMON_FUNCTIONS, "attention_read": _attention_read}
 
 
 def own_gradcheck_cases(g: torch.Generator, device: str) -> list[Case]:
