@@ -86,7 +86,7 @@ def _judge_parts(reference, recorded: dict, cases: dict, names: list[str]) -> di
     return out
 
 
-def _sample_bugs(assignment: str, bugs: list, trained_cell: str, n: int) -> list[int]:
+def _sample_bugs(bugs: list, trained_cell: str, n: int) -> list[int]:
     """``n`` bugs spread over the list, among those whose declared losses leave the trained part alone."""
     cheap = [i for i, b in enumerate(bugs) if trained_cell not in b.loses and trained_cell not in b.may_lose]
     if n >= len(cheap):
@@ -116,7 +116,7 @@ def _check_assignment(assignment: str, threads: int, dry_run: bool, n_bugs: int)
     bugs = load_bugs(load_assignment(assignment))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = []
-    for i in _sample_bugs(assignment, bugs, reference.PARTS[trained].test_cell, n_bugs):
+    for i in _sample_bugs(bugs, reference.PARTS[trained].test_cell, n_bugs):
         lost = [n for n in names if reference.PARTS[n].test_cell in bugs[i].loses]
         on_device = {n: [c for c in cases[n] if c.device == device] for n in lost}
         judged = _judge_parts(reference, solved_namespace(assignment, i)["recorded"], on_device, lost)
