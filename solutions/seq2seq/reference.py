@@ -253,15 +253,17 @@ MAX_TOKENS, MIN_FREQ = 20, 5
 #: steps.
 TRAIN_SETTINGS = (32, 64, 32, 0.005, 1, 1.0, None)
 #: The trained part's outcome (grader.spec.OUTCOME_FIELDS), measured with
-#: ``python scripts/trained_part_seeds.py seq2seq --seeds 20 --jobs 2`` (and ``--baseline``): the solution's
-#: teacher-forced test loss (nats per target token) over student seeds 0-19 against the same translator without
-#: attention (baseline_outcome) on the same seeds, 3.447 to 3.526. A thin margin on both sides (0.03 and 0.02
-#: nats): one epoch is what the suite's time affords, and attention's lead grows with training (the chapter's
-#: benchmark). The threshold is stated in the notebook. BLIND: the decoder trained blind to the source (memory
-#: and first state zero); UNIGRAM: the unigram model of the training targets.
-OUTCOME = {"metric": "loss", "better": "lower", "bar": 3.43, "solution_worst": 3.401, "solution_worst_seed": 12,
-           "solution_best": 3.267, "baseline": "the same translator without attention, the same recipe and budget",
-           "baseline_best": 3.447, "baseline_best_seed": 15, "seeds": 20, "seconds": 8.6}
+#: ``python scripts/trained_part_seeds.py seq2seq --seeds 50 --jobs 2`` (and ``--baseline``): the solution's
+#: teacher-forced test loss (nats per target token) over student seeds 0-49, 3.242 to 3.401, against the same
+#: translator without attention (baseline_outcome) on the same seeds, 3.447 to 3.553. One grader seed outside
+#: them (667783022, met in a CI run) gives the solution 3.430, which failed the first bar, 3.43: the bar is
+#: 3.44, a margin of 0.01 on the solution's side and 0.007 on the baseline's. Thin: one epoch is what the
+#: suite's time affords, and attention's lead grows with training (the chapter's benchmark). The threshold is
+#: stated in the notebook. BLIND: the decoder trained blind to the source (memory and first state zero);
+#: UNIGRAM: the unigram model of the training targets.
+OUTCOME = {"metric": "loss", "better": "lower", "bar": 3.44, "solution_worst": 3.401, "solution_worst_seed": 12,
+           "solution_best": 3.242, "baseline": "the same translator without attention, the same recipe and budget",
+           "baseline_best": 3.447, "baseline_best_seed": 15, "seeds": 50, "seconds": 8.6}
 MAX_TEST_LOSS = OUTCOME["bar"]
 BLIND_LOSS = 3.76
 UNIGRAM_LOSS = 4.72
