@@ -17,12 +17,13 @@ costs depends on the seed (15 seeds each: 5.60 to 6.33, and 5.84 to 6.17): the t
 under those two bugs or not (``may_lose``); every other cell's outcome holds on every seed. The grading
 test suite (tests/test_grading_assignments.py) plants each one; private.
 
-One run per submission: the grader trains once, on a seed of its own. Measured that way, with
-``python scripts/trained_part_seeds.py transformer --bug N --seeds 20`` (student seeds 0-19; the solution 5.39
-to 5.55, all 20 pass): the diagonal masked (nan), the next position visible (8.98 to 9.25) and no causal mask
-(8.33 to 8.79) fail on all 20; the projection read transposed (5.65 to 6.25) and the layer norm over the
-batch (5.93 to 6.29) pass on all 20 (may lose). The mask applied after the softmax fails on all 20 (6.33 to
-7.03), too close to 6.3 to hold on every seed (mean 6.6, standard deviation 0.18: about one seed in 20 would
+One run per submission: the grader trains once, on a seed of its own. Measured that way, with ``python
+scripts/trained_part_seeds.py transformer --bug N --seeds 20`` (student seeds 0-19; the solution 5.39 to 5.55, all
+20 pass): the diagonal masked (nan), the next position visible (8.98 to 9.25) and no causal mask (8.33 to 8.79)
+fail on all 20; the trainer's own mistakes (no zero_grad, zero_grad after backward, the targets not shifted) fail
+on all 10 seeds measured, by more than 2 nats; the projection read transposed (5.65 to 6.25) and the layer norm
+over the batch (5.93 to 6.29) pass on all 20 (may lose). The mask applied after the softmax fails on all 20 (6.33
+to 7.03), too close to 6.3 to hold on every seed (mean 6.6, standard deviation 0.18: about one seed in 20 would
 pass): it may lose the training cell or not (``may_lose``), and loses its four other cells on every seed.
 """
 from __future__ import annotations
@@ -48,6 +49,10 @@ TRAINING_WITH_BUGS = {
     "encoder_block: post-LN": (5.513, 5.669, 5.666),  # passes
     "smoothed_cross_entropy: the smoothing mass given to padding": (5.386, 5.536, 5.434),  # passes
     "lm_forward: no causal mask": (8.779, 8.431, 8.912),  # fails
+    # the trainer's own mistakes: the lowest and highest over student seeds 0-9 (trained_part_seeds.py --bug N)
+    "train_language_model: no zero_grad": (10.76, 20.38),  # fails: each step the sum of every gradient so far
+    "train_language_model: zero_grad after backward": (8.74, 8.908),  # fails: Adam never moves the weights
+    "train_language_model: the targets not shifted": (10.88, 11.07),  # fails: it learns to copy its input
 }
 
 BUGS: list[Bug] = [
@@ -115,4 +120,11 @@ BUGS: list[Bug] = [
         {"gradcheck-test"}),
     Bug("relative_error: 0 / 0 = nan when both tensors are zero (no special case)",
         "gradcheck-solution", "    if size == 0:\n        return 0.0\n", "", {"gradcheck-test"}),
+    Bug("train_language_model: no zero_grad (each step follows the sum of every gradient so far)",
+        "train-solution", "            optimizer.zero_grad()\n", "", {TRAIN}),
+    Bug("train_language_model: zero_grad after backward (each step's gradients erased before Adam sees them)",
+        "train-solution", "            optimizer.zero_grad()\n            loss.backward()\n",
+        "            loss.backward()\n            optimizer.zero_grad()\n", {TRAIN}),
+    Bug("train_language_model: the targets not shifted (each position scored on its own piece)",
+        "train-solution", "ids[:, 1:], eps, 0)", "ids[:, :-1], eps, 0)", {TRAIN}),
 ]

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from grader.course import load_assignment, load_bugs, load_reference
-from grader.submissions import run_solved_cells
-from nlpcourse.checking import Case
+from grader.submissions import run_solved_cells, solved_cells
+from nlpcourse.checking import Case, CheckFailure
 
 pytestmark = pytest.mark.grading
 
@@ -121,6 +121,20 @@ def test_the_solution_clears_the_bar_and_the_judge_rejects_broken_weights():
                                               "cpu").message
     assert "nan" in REFERENCE._check_training(expected, dict(params, E=params["E"] * float("nan")), case, "cpu").message
     assert not REFERENCE._check_training(expected, ns["init_lm"](10), case, "cpu").ok, "an untrained model fails"
+
+
+def test_the_notebooks_worked_logits_are_the_references_and_catch_a_post_ln_block():
+    """The train-run cell checks lm_forward on small weights before training: its literals are the reference's
+    logits (the grader's pieces), the solution passes them, a post-LN block does not."""
+    ns = run_solved_cells("transformer", *TRAINER_CELLS)
+    worked = solved_cells("transformer")["train-run"].split("# Train with seed 0")[0]  # not the training run
+    exec(worked, ns)
+    assert torch.allclose(ns["expected"], REFERENCE.lm_logits(ns["small"], ns["ids"], 2)[:, :3, 100:103], atol=1e-4)
+    post_ln = next(b for b in BUGS if b.name.startswith("encoder_block: post-LN"))
+    block = solved_cells("transformer")["block-solution"].replace(post_ln.old, post_ln.new, 1)
+    exec(block, ns)
+    with pytest.raises(CheckFailure, match="lm_forward output"):
+        exec(worked, ns)
 
 
 @pytest.mark.gpu
