@@ -198,6 +198,10 @@ TRAIN_SETTINGS = (64, 256, 1, 4, 32, 0.01, 50, 1, 0.1)
 #: The threshold, stated in the notebook (nats per piece, test verses). MEASURED: the solution over seeds;
 #: UNIGRAM: the unigram model of the training pieces; LEAKY: the solution trained with a mask that lets
 #: each position see the next one (scored, like every model, with the right mask).
+#: Not yet OUTCOME's bar (tests/test_outcomes.py lists the part as pending): the Kneser-Ney bigram of the same
+#: pieces gets 4.749 on the test verses, and beating it takes 4 epochs of batches of 16 (peak rate 0.015, 100
+#: warm-up steps): 4.588 to 4.657 over student seeds 0-19, 33 s a run instead of 11, which made the suite's
+#: grading stage 410 s longer in CI (the branch transformer-bigram-bar holds that change, measured).
 MAX_TEST_LOSS = 6.3
 MEASURED = "5.38 to 5.58"
 N_SEEDS = 20
