@@ -151,6 +151,17 @@ class WorkerProcess:
             self.proc.wait()
         self.proc = None
 
+    def stop(self, grace: float = 10.0) -> None:
+        """End the worker the gentle way (end of its input), so that it closes its kernel nursery; kill
+        it if it has not ended within ``grace`` seconds."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(grace)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
     def grade(self, job: Job, job_path: Path, notebook_timeout: int) -> dict:
         proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
         reply: list[str] = []
@@ -274,7 +285,7 @@ class WorkerPool:
     """``limits.workers`` long-lived worker processes; ``grade`` borrows one for one submission."""
 
     def __init__(self, course_dir: Path, limits: Limits):
-        self.limits = limits
+        self.limits, self.course_dir = limits, course_dir
         self.idle: queue.Queue[WorkerProcess] = queue.Queue()
         for i in range(limits.workers):
             self.idle.put(WorkerProcess(int(limits.memory_gib * 2**30) + 3 * 2**30, course_dir / f"worker-{i}.log"))
@@ -292,7 +303,10 @@ class WorkerPool:
 
     def close(self) -> None:
         while not self.idle.empty():
-            self.idle.get().kill()
+            self.idle.get().stop()
+        for root in (self.course_dir / "work").glob(".nursery-*"):  # those of workers that were killed
+            if not (root / "owner").exists():  # (a kernel folder still there is finalize's to take back)
+                shutil.rmtree(root, ignore_errors=True)
 
 
 def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Path, limits: Limits | None = None,

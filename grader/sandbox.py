@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Dict, Int, List, Unicode
+from traitlets import Any, Dict, Int, List, Unicode
 
 from nlpcourse.threads import THREADS, thread_env
 
@@ -71,13 +71,15 @@ def visible_folders() -> list[Path]:
 
 
 def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None,
-                   sockets: Path | None = None) -> list[str]:
+                   sockets: Path | None = None, as_pid_1: bool = False) -> list[str]:
     """The command words that put what follows them in the sandbox, with ``workdir`` (and the socket
     folder ``sockets``, when it is elsewhere) writable.
 
     The sandbox's file system starts empty (an allow-list, not a deny-list): the system folders, the
     Python environment, ``nlpcourse/`` and ``data/`` are mounted read-only, then the work and socket
-    folders read-write. ``hide`` is kept out even where it lies inside one of those (an empty tmpfs)."""
+    folders read-write. ``hide`` is kept out even where it lies inside one of those (an empty tmpfs).
+    ``as_pid_1``: the command is pid 1 of the sandbox's pid namespace, with no bubblewrap process beside it
+    (the kernel nursery, which reaps its own children; see grader/zygote.py)."""
     limit = ["prlimit", f"--as={memory_bytes}", "--"] if memory_bytes and shutil.which("prlimit") else []
     if not sandbox_available():
         return limit
@@ -108,7 +110,7 @@ def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None,
     args += ["--bind", str(workdir), str(workdir),
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
              "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
-             "--die-with-parent", "--new-session", "--chdir", str(workdir),
+             "--die-with-parent", "--new-session", "--chdir", str(workdir), *(["--as-pid-1"] if as_pid_1 else []),
              # jupyter_client tells the kernel its parent's pid, which means nothing in a new pid namespace
              "--unsetenv", "JPY_PARENT_PID"]
     return args + limit
@@ -131,12 +133,32 @@ class SandboxedKernelManager(AsyncKernelManager):
     memory_bytes = Int(0, help="address-space limit of the kernel (0: none)").tag(config=True)
     extra_env = Dict(help="environment variables for the kernel").tag(config=True)
     sockets = Unicode("", help="folder of the kernel's IPC sockets").tag(config=True)
+    nursery = Any(None, help="a grader.nursery.Nursery that forks the kernel (None: bwrap starts it)")
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
+        if self.nursery is not None:  # the nursery's kernels are in its sandbox already
+            return cmd
         prefix = sandbox_prefix(Path(self.workdir), [Path(h) for h in self.hide], self.memory_bytes or None,
                                 Path(self.sockets) if self.sockets else None)
         return prefix + cmd
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        """Where a nursery is given, it forks the kernel (``python -m ipykernel_launcher ARGS``: ARGS go to
+        the nursery); jupyter_client's provisioner then sees it through a ``ForkedKernel``."""
+        if self.nursery is None or kernel_cmd[1:3] != ["-m", "ipykernel_launcher"]:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        env = {k: v for k, v in (kw.get("env") or {}).items() if k != "JPY_PARENT_PID"}
+        from .nursery import NurseryError
+        try:
+            process = self.nursery.spawn(kernel_cmd[3:], env, Path(self.workdir), self.memory_bytes or None)
+        except NurseryError as exc:  # no kernel ran: this one starts the ordinary way, nothing is lost
+            print(f"grader: the kernel nursery failed ({exc}); the kernel starts the ordinary way",
+                  file=sys.stderr, flush=True)
+            self.nursery = None
+            return await super()._async_launch_kernel(self.format_kernel_cmd(), **kw)
+        self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, process.pid, None
+        self._reconcile_connection_info(self.provisioner.connection_info)
 
 
 def kernel_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -174,13 +196,14 @@ def socket_folder() -> Path:
 
 
 def new_kernel_manager(workdir: Path, hide: list[Path], memory_bytes: int | None,
-                       sockets: Path) -> SandboxedKernelManager:
+                       sockets: Path, nursery=None) -> SandboxedKernelManager:
     """A kernel manager for one submission: its connection file in ``workdir``, its IPC sockets in
-    ``sockets`` (see :func:`socket_folder`)."""
+    ``sockets`` (see :func:`socket_folder`); forked by ``nursery`` (:mod:`grader.nursery`) if given."""
     km = SandboxedKernelManager(
         kernel_name="python3",
         transport="ipc",
-        ip=str(sockets / "k"),
+        ip=nursery.kernel_ip() if nursery is not None else str(sockets / "k"),
+        nursery=nursery,
         connection_file=str(workdir / "kernel.json"),
         workdir=str(workdir),
         sockets=str(sockets),

@@ -43,6 +43,7 @@ from .notebook import (
     read_submission,
     skip_reason,
 )
+from .nursery import nursery_for, restore_after_kill
 from .release import LEAK_MARKERS
 from .sandbox import kernel_env, new_kernel_manager, sandbox_available, socket_folder
 
@@ -256,6 +257,7 @@ def finalize(job: Job, status: str, message: str) -> dict:
     a = load_assignment(job.assignment)
     reference = load_reference(a)
     workdir = Path(job.workdir)
+    restore_after_kill(workdir / "kernel")
     source = nbformat.read(str(a.source), as_version=4)
     merged = source
     if job.submission:
@@ -288,11 +290,26 @@ def _kernel_folder(workdir: Path) -> Path:
 
 def execute(merged, job: Job, kdir: Path) -> tuple[str, str, dict[str, float]]:
     """Run the merged notebook in a sandboxed kernel; return the status, what went wrong (if anything) and
-    where the time went (:func:`cell_times`)."""
+    where the time went (:func:`cell_times`). The kernel is forked by this worker's nursery where it has
+    one (``kdir`` moves into the nursery's slot for the run, then back), else started by bwrap."""
+    nursery = nursery_for(Path(job.workdir).parent.parent, [Path(h) for h in job.hide])
+    if nursery is None:
+        sockets = socket_folder()
+        try:
+            return _execute(merged, job, kdir, sockets, None)
+        finally:
+            shutil.rmtree(sockets, ignore_errors=True)
+    inside = nursery.enter(kdir)
+    try:
+        return _execute(merged, job, inside, nursery.sockets, nursery)
+    finally:
+        nursery.leave()
+
+
+def _execute(merged, job: Job, kdir: Path, sockets: Path, nursery) -> tuple[str, str, dict[str, float]]:
     env = kernel_env(kdir, {"NLPCOURSE_GRADER_INPUTS": str(kdir / "inputs"),
                             "NLPCOURSE_GRADER_OUTPUTS": str(kdir / "outputs")})
-    sockets = socket_folder()
-    km = new_kernel_manager(kdir, [Path(h) for h in job.hide], job.memory_bytes, sockets)
+    km = new_kernel_manager(kdir, [Path(h) for h in job.hide], job.memory_bytes, sockets, nursery)
     client = _Client(merged, km=km, timeout=job.cell_timeout, allow_errors=True, interrupt_on_timeout=True,
                      timeout_func=lambda cell: cell_timeout(cell, job.cell_timeout),
                      record_timing=False, shutdown_kernel="immediate", startup_timeout=120,
@@ -311,8 +328,6 @@ def execute(merged, job: Job, kdir: Path) -> tuple[str, str, dict[str, float]]:
     except Exception as exc:  # noqa: BLE001 - nbclient/kernel start-up failures
         status = "crashed"
         message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
-    finally:
-        shutil.rmtree(sockets, ignore_errors=True)
     return (*_timeout_status(merged, job, client, status, message), cell_times(merged, client))
 
 

@@ -245,7 +245,7 @@ def digest(path):
     except Exception as exc:
         return f"unreadable: {type(exc).__name__}"
 
-found = {"paths": {}, "globbed": {}, "listings": {}, "stolen": [], "processes": []}
+found = {"paths": {}, "globbed": {}, "listings": {}, "stolen": [], "processes": [], "cwd": os.getcwd()}
 for path in TARGETS:
     found["paths"][path] = digest(path) if os.path.exists(path) else "absent"
 for folder in FOLDERS:
@@ -295,9 +295,9 @@ import hashlib, json, os
 from pathlib import Path
 
 here = Path.cwd()
-parts = here.parts
-i = max(k for k in range(len(parts) - 2) if parts[k:k + 2] == ("work", "backprop"))
-student, folder = parts[i + 2], Path(*parts[:i + 3])  # the grader's folder for this submission
+# the kernel runs in the kernel/ folder of the grader's folder for this submission (or, forked by the
+# kernel nursery, in the nursery's slot it is moved into for the run): aim at the folder above it
+student, folder = "state-forger", here.parent
 fake = {"student": student, "assignment": "backprop", "status": "graded", "message": "12/12 autograded points",
         "score": 12.0, "max_score": 12.0, "executed": False,
         "cells": {c: {"score": p, "max_score": p, "message": "all cases passed"} for c, p in POINTS.items()}}
@@ -797,7 +797,8 @@ def test_reader_finds_nothing_private_and_gains_nothing(batch):
     assert r["status"] == "graded", r["message"]
     assert r["score"] == 0
     found = _found(batch)
-    own = batch["course"] / "work" / ASSIGNMENT / "reader"
+    own = Path(found["cwd"])  # the kernel's folder: work/A/reader/kernel, or the kernel nursery's slot
+    assert own.name == "kernel" and own.is_relative_to(batch["course"] / "work"), own
     targets, folders = reader_targets(batch["subs"], batch["course"])
     for path in targets:
         assert found["paths"][path] == "absent", f"the kernel can see {path}"
