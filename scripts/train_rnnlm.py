@@ -16,7 +16,7 @@ float32 model), the config, and in ``extra`` the vocabulary (``itos``), the trai
 validation and test perplexities and the hardware and time it took; a JSON beside it holds the same
 numbers without the weights.
 
-    python scripts/train_rnnlm.py                                  # the chapter's word model
+    python scripts/train_rnnlm.py --out data/checkpoints/rnnlm_austen_long.pt  # a longer word model
     python scripts/train_rnnlm.py --corpus shakespeare             # the chapter's character model
     python scripts/train_rnnlm.py --tiny --out /tmp/lm.pt          # seconds, for tests
 """
