@@ -28,10 +28,18 @@ is scored with beam search (5 hypotheses, log P / length^alpha, alpha chosen on 
 T = 64 .. 2048, written out (``softmax(QK^T/sqrt(d)) V``, the (T,T) weights materialised) and through
 ``F.scaled_dot_product_attention`` (PyTorch's fused kernel where one applies), median of repeats.
 
+``decoding`` (``--decoding``: only this part, on the saved checkpoints of the chapters, the other entries of
+``--json`` kept): seconds to translate the first ``--decode-verses`` test verses (default 200), greedily and
+with the beam (5, the alpha chosen for the system), by the Transformer chapter's model with its key-value
+cache and without it (re-reading the prefix at every step), and by the seq2seq chapter's attention RNN, in
+one run; ``same_output`` says that the cache changed no translation.
+
 Targets: ``transformer_*`` BLEU at least ``attention_rnn``'s within the same CPU budget.
 
     python benchmarks/transformer.py --json benchmarks/results/transformer.json --save data/checkpoints  # ~45 min
     python benchmarks/transformer.py --tiny                                                              # seconds
+    OMP_WAIT_POLICY=PASSIVE python benchmarks/transformer.py --decoding --threads 1 \
+        --json benchmarks/results/transformer.json                                                       # ~4 min
 
 ``--json FILE`` writes ``{"systems": {NAME: {"bleu", "chrf", "wall_s", ...}}, "attention_speed": [...],
 "targets": {...}, "setup": {...}}`` after every step.
@@ -39,7 +47,9 @@ Targets: ``transformer_*`` BLEU at least ``attention_rnn``'s within the same CPU
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import platform
 import statistics
 import time
@@ -51,7 +61,7 @@ import torch.nn.functional as F
 
 import nlpcourse
 from nlpcourse.data.batching import pad_batch
-from nlpcourse.data.subword import SubwordSplit, subword_split
+from nlpcourse.data.subword import SubwordSplit, load_subword_split, subword_split
 from nlpcourse.data.translation import TranslationSplit, mt_scores, translation_split
 from nlpcourse.models import seq2seq, transformer
 from nlpcourse.report import write_json
@@ -179,6 +189,57 @@ def attention_speed(opts: argparse.Namespace, say) -> list[dict]:
     return rows
 
 
+def _timed(fn: Callable[[], list[str]]) -> tuple[float, list[str]]:
+    start = time.perf_counter()
+    out = fn()
+    return round(time.perf_counter() - start, 1), out
+
+
+def decoding_speed(split: TranslationSplit, systems: dict, opts: argparse.Namespace, say) -> dict:
+    """Test-part decoding time of the chapters' saved models: the Transformer with and without its cache,
+    and the attention RNN (see the module's docstring)."""
+    folder = Path(nlpcourse.__file__).resolve().parents[1] / "data" / "checkpoints"
+    ckpt = nlpcourse.load_checkpoint(folder / f"{CHAPTER_MODEL}.pt", build=transformer.transformer_from_config)
+    sub = load_subword_split(split, ckpt.extra["tokenizer"])
+    model = ckpt.model.float().eval().to(opts.device)
+    alpha = systems.get(CHAPTER_MODEL, {}).get("alpha", 1.0)
+    out = {}
+    for cache in (True, False):
+        decode = _Uncached if not cache else transformer
+        tr = Translator(model, decode, sub.source_ids, sub.decode, opts.max_pieces)
+        row = {}
+        row["greedy_s"], greedy = _timed(lambda t=tr: t.translate("test", limit=opts.decode_verses))
+        row["beam_s"], beam = _timed(lambda t=tr: t.translate("test", BEAM, alpha, opts.decode_verses))
+        out["cache" if cache else "no_cache"], out[f"hyps_{cache}"] = row, (greedy, beam)
+        say(f"  {CHAPTER_MODEL}, {'with' if cache else 'without'} the cache: greedy {row['greedy_s']} s, "
+            f"beam {row['beam_s']} s")
+    out["same_output"] = out.pop("hyps_True") == out.pop("hyps_False")
+    rnn = nlpcourse.load_checkpoint(folder / "seq2seq_attention.pt", build=seq2seq.seq2seq_from_config)
+    tr = Translator(rnn.model.float().eval().to(opts.device), seq2seq, split.source_ids, split.decode,
+                    split.max_tokens + 5)
+    rnn_alpha = systems.get("attention_rnn", {}).get("alpha", 0.5)
+    n = opts.decode_verses
+    out["attention_rnn"] = {"greedy_s": _timed(lambda: tr.translate("test", limit=n))[0],
+                            "beam_s": _timed(lambda: tr.translate("test", BEAM, rnn_alpha, n))[0]}
+    say(f"  attention_rnn: greedy {out['attention_rnn']['greedy_s']} s, beam {out['attention_rnn']['beam_s']} s")
+    out.update(verses=len(split.test[:n]), alpha=alpha, rnn_alpha=rnn_alpha, beam=BEAM, threads=opts.threads,
+               omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "default"), device=opts.device,
+               torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
+    return out
+
+
+class _Uncached:
+    """The decoding functions of ``nlpcourse.models.transformer`` without the key-value cache."""
+
+    @staticmethod
+    def greedy_decode(model, src, max_len):
+        return transformer.greedy_decode(model, src, max_len, cache=False)
+
+    @staticmethod
+    def beam_decode(model, src, max_len, beam, alpha):
+        return transformer.beam_decode(model, src, max_len, beam, alpha, cache=False)
+
+
 def targets(systems: dict) -> dict:
     rnn, out = systems.get("attention_rnn"), {}
     for name in TRANSFORMERS:
@@ -196,6 +257,12 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(opts.threads)
     nlpcourse.seed_everything(0)
     split = translation_split()
+    if opts.decoding:
+        report = json.loads(opts.json.read_text()) if opts.json and opts.json.exists() else {"systems": {}}
+        print("decoding the test part:")
+        report["decoding"] = decoding_speed(split, report["systems"], opts, print)
+        write_json(opts.json, report)
+        return report
     if opts.tiny:
         split.train, split.valid, split.test = split.train[:256], split.valid[:40], split.test[:40]
     sub = subword_split(split, opts.bpe_vocab)
@@ -234,6 +301,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    choices=["attention_rnn", *TRANSFORMERS], help="which systems to train (default: all)")
     p.add_argument("--save", type=Path, default=None, help="save the chapter's model (pre-LN) in this folder")
     p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: small data, small models")
+    p.add_argument("--decoding", action="store_true",
+                   help="only time decoding with the saved checkpoints, keeping the rest of --json")
+    p.add_argument("--decode-verses", type=int, default=200, help="test verses --decoding translates")
     opts = p.parse_args(argv)
     opts.rnn_size = {"embed_dim": 128, "hidden_dim": 256}
     opts.tf_size = {"d_model": 128, "heads": 4, "enc_layers": 3, "dec_layers": 3, "d_ff": 512, "dropout": 0.1}

@@ -33,9 +33,11 @@ from nlpcourse.models.transformer import (
     beam_decode,
     build_transformer,
     corpus_loss,
+    decoder_step,
     fit_transformer,
     greedy_decode,
     smoothed_loss,
+    start_cache,
     transformer_from_config,
     warmup_lr,
 )
@@ -239,6 +241,32 @@ def test_greedy_and_beam_decoding_of_a_batch_equal_one_at_a_time():
                                          sources(), 6)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_decoder_step_with_the_cache_gives_the_full_decoders_logits(norm_first, device):
+    """Reading one piece at a time with the key-value cache gives, at every step, the logits of the whole
+    decoder re-run on the prefix (the causal mask makes earlier positions ignore later ones)."""
+    model, src = tiny(device=device, seed=3, norm_first=norm_first), sources(device)
+    y = torch.tensor([[2, 5, 6, 4, 6], [2, 4, 4, 5, 3], [2, 6, 5, 5, 4]], device=device)  # (B,T), <bos> first
+    memory, src_pad = model.encode(src)
+    full = model.decode(memory, src_pad, y)  # (B,T,V)
+    cache = start_cache(model, memory, src_pad)
+    with torch.no_grad():
+        steps = torch.stack([decoder_step(model, cache, y[:, t]) for t in range(y.shape[1])], 1)  # (B,T,V)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
+    assert cache.t == 5 and cache.self_k[0].shape == (3, 2, 5, 4)  # (B,H,t,Dh)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoding_with_the_cache_gives_the_same_translations(norm_first):
+    for seed in range(4):
+        model = tiny(seed=seed, norm_first=norm_first)
+        a, b = greedy_decode(model, sources(), 8), greedy_decode(model, sources(), 8, cache=False)
+        assert a.ids == b.ids and a.scores == pytest.approx(b.scores, abs=1e-5)
+        a, b = beam_decode(model, sources(), 8, 3, 0.7), beam_decode(model, sources(), 8, 3, 0.7, cache=False)
+        assert a.ids == b.ids and a.scores == pytest.approx(b.scores, abs=1e-5)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_beam_search_with_a_wide_beam_is_exhaustive_search(alpha, seed):
@@ -259,6 +287,22 @@ def test_same_translation_on_every_device(device):
 
 
 # ------------------------------------------------------------------ the benchmark and the checkpoint
+
+
+@pytest.mark.slow
+def test_benchmark_decoding_keeps_the_rest_of_the_json_and_times_both_decoders(tmp_path):
+    out = tmp_path / "transformer.json"
+    out.write_text(json.dumps({"systems": {"transformer_preln": {"alpha": 1.0}}, "targets": {"kept": True}}))
+    proc = subprocess.run([sys.executable, "benchmarks/transformer.py", "--decoding", "--decode-verses", "3",
+                           "--threads", "1", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["targets"] == {"kept": True}
+    dec = report["decoding"]
+    assert dec["verses"] == 3 and dec["same_output"] is True and dec["alpha"] == 1.0
+    for row in (dec["cache"], dec["no_cache"], dec["attention_rnn"]):
+        assert row["greedy_s"] >= 0 and row["beam_s"] >= 0
 
 
 @pytest.mark.slow

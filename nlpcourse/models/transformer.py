@@ -19,6 +19,12 @@ closes each stack. Positions are either sinusoids (fixed) or a learned table of 
 
 Padded source positions are masked in every attention over the source; padded target positions are
 masked as keys in the decoder's self-attention and are never targets of the loss.
+
+Decoding one piece at a time (``greedy_decode``, ``beam_decode``) keeps a key-value cache
+(``DecoderCache``): each decoder layer's self-attention keys and values of the pieces already read,
+(B,H,t,Dh), and its cross-attention keys and values of the source, (B,H,S,Dh), computed once. Step t then
+runs the decoder on the newest piece only, ``decoder_step``, instead of on all t pieces again; the
+result is the same (``cache=False`` re-reads the whole prefix, for comparison).
 """
 from __future__ import annotations
 
@@ -317,20 +323,102 @@ def _train_step(model: Transformer, opt: torch.optim.Optimizer, src: torch.Tenso
 # ------------------------------------------------------------------ decoding
 
 
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps, one entry per decoder layer (rows: the sequences decoded)."""
+
+    self_k: list[torch.Tensor]  # (B,H,t,Dh): self-attention keys of the pieces read so far
+    self_v: list[torch.Tensor]  # (B,H,t,Dh): their values
+    cross_k: list[torch.Tensor]  # (B,H,S,Dh): cross-attention keys of the source, computed once
+    cross_v: list[torch.Tensor]  # (B,H,S,Dh): their values
+    src_keep: torch.Tensor  # (B,1,1,S): True at the source's real positions (False at padding)
+    t: int  # pieces read so far
+
+    def select(self, rows: torch.Tensor) -> DecoderCache:
+        """The cache of the sequences ``rows`` (n,) only, in that order (a row may repeat: beams)."""
+        pick = [[x[rows] for x in xs] for xs in (self.self_k, self.self_v, self.cross_k, self.cross_v)]
+        return DecoderCache(*pick, self.src_keep[rows], self.t)
+
+
+def _heads(x: torch.Tensor, H: int) -> torch.Tensor:
+    """(B,N,D) -> (B,H,N,Dh)."""
+    B, N, D = x.shape
+    return x.view(B, N, H, D // H).transpose(1, 2)
+
+
+def start_cache(model: Transformer, memory: torch.Tensor, src_pad: torch.Tensor) -> DecoderCache:
+    """An empty cache for the sources encoded as ``memory`` (B,S,D): the cross-attention keys and values
+    of every decoder layer, from the source once, and no piece read yet."""
+    H, D = model.config.heads, model.config.d_model
+    cross_k, cross_v = [], []
+    for layer in model.decoder.layers:
+        W, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias  # (3D,D), (3D,)
+        cross_k.append(_heads(F.linear(memory, W[D:2 * D], b[D:2 * D]), H))  # (B,S,D) -> (B,H,S,Dh)
+        cross_v.append(_heads(F.linear(memory, W[2 * D:], b[2 * D:]), H))
+    empty = memory.new_zeros(memory.shape[0], H, 0, D // H)  # (B,H,0,Dh)
+    n = len(cross_k)
+    return DecoderCache([empty] * n, [empty] * n, cross_k, cross_v, ~src_pad[:, None, None, :], 0)
+
+
+def _self_attention(layer: nn.Module, x: torch.Tensor, cache: DecoderCache, i: int) -> torch.Tensor:
+    """Layer i's self-attention for the newest piece x (B,1,D) over the pieces so far, its key and
+    value appended to the cache: no mask is needed, the cache holds only the past."""
+    attn, H = layer.self_attn, cache.cross_k[i].shape[1]
+    q, k, v = (_heads(z, H) for z in F.linear(x, attn.in_proj_weight, attn.in_proj_bias).chunk(3, -1))
+    cache.self_k[i] = torch.cat([cache.self_k[i], k], dim=2)  # (B,H,t,Dh) -> (B,H,t+1,Dh)
+    cache.self_v[i] = torch.cat([cache.self_v[i], v], dim=2)
+    out = F.scaled_dot_product_attention(q, cache.self_k[i], cache.self_v[i])  # (B,H,1,Dh)
+    return attn.out_proj(out.transpose(1, 2).flatten(2))  # (B,H,1,Dh) -> (B,1,D)
+
+
+def _cross_attention(layer: nn.Module, x: torch.Tensor, cache: DecoderCache, i: int) -> torch.Tensor:
+    """Layer i's attention from the newest piece x (B,1,D) over the source's cached keys and values."""
+    attn, H, D = layer.multihead_attn, cache.cross_k[i].shape[1], x.shape[-1]
+    q = _heads(F.linear(x, attn.in_proj_weight[:D], attn.in_proj_bias[:D]), H)  # (B,H,1,Dh)
+    out = F.scaled_dot_product_attention(q, cache.cross_k[i], cache.cross_v[i], attn_mask=cache.src_keep)
+    return attn.out_proj(out.transpose(1, 2).flatten(2))  # (B,H,1,Dh) -> (B,1,D)
+
+
+def decoder_step(model: Transformer, cache: DecoderCache, last: torch.Tensor) -> torch.Tensor:
+    """Logits (B,V) of the piece after ``last`` (B,), the newest piece of each row, with ``cache``
+    holding the rows' earlier pieces (updated in place): the decoder in evaluation mode, one position."""
+    c = model.config
+    x = model.embed(last[:, None]) * math.sqrt(c.d_model) + model.positions(cache.t + 1)[cache.t]  # (B,1,D)
+    for i, layer in enumerate(model.decoder.layers):
+        ff = (lambda z, m=layer: m.linear2(m.activation(m.linear1(z))))  # (B,1,D) -> (B,1,F) -> (B,1,D)
+        if c.norm_first:
+            x = x + _self_attention(layer, layer.norm1(x), cache, i)
+            x = x + _cross_attention(layer, layer.norm2(x), cache, i)
+            x = x + ff(layer.norm3(x))
+        else:
+            x = layer.norm1(x + _self_attention(layer, x, cache, i))
+            x = layer.norm2(x + _cross_attention(layer, x, cache, i))
+            x = layer.norm3(x + ff(x))
+    if model.decoder.norm is not None:
+        x = model.decoder.norm(x)
+    cache.t += 1
+    return (x @ model.embed.weight.T)[:, 0]  # (B,1,D) x (D,V) -> (B,V)
+
+
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int) -> Decoded:
-    """The most probable next piece at each step, for a batch; a sequence stops at its own <eos>. The
-    decoder re-reads the whole prefix each step (no cache: short sentences), for the sequences still open
-    only (padding is masked, so each row is its source alone)."""
+def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, cache: bool = True) -> Decoded:
+    """The most probable next piece at each step, for a batch; a sequence stops at its own <eos>. Only the
+    sequences still open are decoded (padding is masked, so each row is its source alone). With ``cache``
+    each step reads the newest piece only (``decoder_step``); without, the decoder re-reads the prefix."""
     model.eval()
     c, B = model.config, src.shape[0]
     memory, src_pad = model.encode(src)
+    kv = start_cache(model, memory, src_pad) if cache else None
     y = torch.full((B, 1), c.bos_id, dtype=torch.long, device=src.device)  # (B,1)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     logp = torch.zeros(B, device=src.device)
+    open_ = torch.arange(B, device=src.device)  # the rows still decoding (and the cache's rows)
     for _ in range(max_len):
-        open_ = (~done).nonzero().squeeze(1)  # (b,) the rows still decoding
-        lp = next_log_probs(model, model.decode(memory[open_], src_pad[open_], y[open_]))  # (b,V)
+        if kv is not None:
+            logits = decoder_step(model, kv, y[open_, -1])[:, None]  # (b,1,V)
+        else:
+            logits = model.decode(memory[open_], src_pad[open_], y[open_])  # (b,t,V)
+        lp = next_log_probs(model, logits)  # (b,V)
         nxt = torch.full((B,), c.pad_id, dtype=torch.long, device=src.device)  # (B,): padding once done
         nxt[open_] = lp.argmax(-1)
         logp[open_] += lp.gather(1, nxt[open_, None]).squeeze(1)
@@ -338,34 +426,50 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int) -> Decode
         done |= nxt == c.eos_id
         if bool(done.all()):
             break
+        still = ~done[open_]  # (b,) among the rows just decoded
+        open_ = open_[still]
+        kv = kv.select(still.nonzero().squeeze(1)) if kv is not None else None
     rows = y[:, 1:].tolist()
     ids = [row[:row.index(c.eos_id) + 1] if c.eos_id in row else row for row in rows]
     return Decoded(ids, [None] * B, logp.tolist())
 
 
 @torch.no_grad()
-def beam_decode(model: Transformer, src: torch.Tensor, max_len: int, beam: int = 5, alpha: float = 1.0) -> Decoded:
+def beam_decode(model: Transformer, src: torch.Tensor, max_len: int, beam: int = 5, alpha: float = 1.0,
+                cache: bool = True) -> Decoded:
     """Beam search for each source of the batch, as the seq2seq chapter's: a hypothesis followed by <eos>
     is finished and leaves the beam, the ``beam`` best other extensions stay open; finished ones are
     ranked by log P(y | x) / |y|^alpha; a source's search stops at ``max_len`` or when none of its open
     hypotheses can still beat its best finished one. At step t every open hypothesis of every source has
-    t pieces, so one decoder call serves them all."""
+    t pieces, so one decoder call serves them all; with ``cache``, on their newest piece only (the cache's
+    rows follow the hypotheses: a kept extension takes its parent's row)."""
     if beam < 1 or max_len < 1 or alpha < 0:
         raise ConfigError(f"beam_decode: beam and max_len must be >= 1 and alpha >= 0, got {beam}, {max_len}, "
                           f"{alpha}")
     model.eval()
     c = model.config
     memory, src_pad = model.encode(src)  # (B,S,D): padding is masked, so each row is its source alone
+    kv = start_cache(model, memory, src_pad) if cache else None  # one row per open hypothesis
     beams = [_Beam(torch.full((1, 1), c.bos_id, dtype=torch.long, device=src.device)) for _ in range(src.shape[0])]
+    active = list(range(len(beams)))
     for t in range(1, max_len + 1):
-        active = [b for b, h in enumerate(beams) if not h.done]
-        if not active:
-            break
-        owner = torch.cat([torch.full((len(beams[b].logps),), b, device=src.device) for b in active])  # (N,)
+        sizes = [len(beams[b].logps) for b in active]
         rows = torch.cat([beams[b].prefixes for b in active])  # (N,t) every open hypothesis
-        lp = next_log_probs(model, model.decode(memory[owner], src_pad[owner], rows))  # (N,V)
-        for b, part in zip(active, lp.split([len(beams[b].logps) for b in active])):
+        if kv is not None:
+            logits = decoder_step(model, kv, rows[:, -1])[:, None]  # (N,1,V)
+        else:
+            owner = torch.cat([torch.full((n,), b, device=src.device) for b, n in zip(active, sizes)])  # (N,)
+            logits = model.decode(memory[owner], src_pad[owner], rows)  # (N,t,V)
+        lp = next_log_probs(model, logits)  # (N,V)
+        for b, part in zip(active, lp.split(sizes)):
             beams[b].advance(part, t, beam, max_len, alpha, c.eos_id)
+        starts = [sum(sizes[:j]) for j in range(len(active))]  # each beam's first row
+        keep = [(b, start) for b, start in zip(active, starts) if not beams[b].done]
+        if not keep:
+            break
+        if kv is not None:
+            kv = kv.select(torch.cat([start + beams[b].parents for b, start in keep]))
+        active = [b for b, _ in keep]
     return Decoded([h.finished[0][1] for h in beams], [None] * len(beams), [h.finished[0][0] for h in beams])
 
 
@@ -390,7 +494,7 @@ class _Beam:
         if t == max_len or not keep or keep[0][0] / max_len ** alpha <= self.finished[0][0]:
             self.done = True  # log P only falls as pieces are added: no open hypothesis can win any more
             return
-        parents = torch.tensor([i for _, (i, _) in keep], device=lp.device)
+        self.parents = torch.tensor([i for _, (i, _) in keep], device=lp.device)  # (k',) rows they extend
         pieces = torch.tensor([[tok] for _, (_, tok) in keep], device=lp.device)
-        self.prefixes = torch.cat([self.prefixes[parents], pieces], dim=1)  # (k,t) -> (k',t+1)
+        self.prefixes = torch.cat([self.prefixes[self.parents], pieces], dim=1)  # (k,t) -> (k',t+1)
         self.logps = torch.tensor([v for v, _ in keep], device=lp.device)
