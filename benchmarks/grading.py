@@ -16,7 +16,11 @@ seconds per submission (the worker's time on it, kernel start included) for the 
 the planted bugs, with nbgrader's per submission (from the times its autograded notebooks were written).
 ``--suite`` also times the test suite's grading stage (``pytest -n 2 --dist loadfile -m grading``).
 
-    .venv/bin/python benchmarks/grading.py [--assignments backprop cnn] [--suite] [--json FILE]
+    .venv/bin/python benchmarks/grading.py [--assignments backprop cnn] [--suite] [--json FILE [--update]]
+
+``--update`` keeps the rows of ``FILE`` for the assignments not measured this time. Every row says when and at
+which commit it was measured (``measured``, ``commit``), so that rows of different runs are never mistaken for
+one run (each row's two timings always come from the same run).
 
 ``--json FILE`` writes ``{"assignments": {NAME: {"submissions", "grader_s", "nbgrader_s", "ratio",
 "grader_per_submission": {"solution", "bugs_mean"}, "nbgrader_per_submission": {"solution", "bugs_mean"}}},
@@ -96,6 +100,14 @@ def bench_grader(name: str, subs: dict, tmp: Path, workers: int) -> tuple[float,
     return seconds, per
 
 
+def _commit() -> str:
+    """The short hash of HEAD, with ``+`` when the tree has changes."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return head.stdout.strip() + ("+" if dirty else "")
+
+
 def bench_suite() -> float:
     """The test suite's grading stage, as ``make test`` runs it."""
     return run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "-m", "grading", "tests",
@@ -108,9 +120,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--suite", action="store_true", help="also time the test suite's grading stage")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
+    ap.add_argument("--update", action="store_true", help="keep FILE's rows of the assignments not measured")
     args = ap.parse_args()
     names = args.assignments or assignments()
-    out: dict = {"assignments": {}, "suite_grading_s": None,
+    kept = json.loads(args.json.read_text())["assignments"] if args.update and args.json.exists() else {}
+    out: dict = {"assignments": {k: v for k, v in kept.items() if k not in names}, "suite_grading_s": None,
                  "setup": {"cpus": os.cpu_count(), "workers": args.workers, "python": platform.python_version(),
                            "machine": platform.machine(), "torch": __import__("torch").__version__}}
     print(f"{'assignment':<12} | {'subs':>4} | {'nbgrader s':>10} | {'grader s':>8} | {'ratio':>5} | "
@@ -122,7 +136,8 @@ def main() -> None:
             t_gr, per_gr = bench_grader(name, subs, Path(tmp), args.workers)
         row = {"submissions": len(subs), "grader_s": round(t_gr, 1), "nbgrader_s": round(t_nb, 1),
                "ratio": round(t_nb / t_gr, 2), "grader_per_submission": _split(per_gr),
-               "nbgrader_per_submission": _split(per_nb)}
+               "nbgrader_per_submission": _split(per_nb), "measured": time.strftime("%Y-%m-%d"),
+               "commit": _commit()}
         out["assignments"][name] = row
         g, n = row["grader_per_submission"], row["nbgrader_per_submission"]
         print(f"{name:<12} | {len(subs):>4} | {t_nb:>10.1f} | {t_gr:>8.1f} | {row['ratio']:>5.2f} | "
@@ -132,6 +147,7 @@ def main() -> None:
         out["suite_grading_s"] = round(bench_suite(), 1)
         print(f"the test suite's grading stage: {out['suite_grading_s']:.0f} s")
     if args.json:
+        out["assignments"] = dict(sorted(out["assignments"].items()))
         args.json.write_text(json.dumps(out, indent=1) + "\n")
 
 
