@@ -32,8 +32,8 @@ from nlpcourse.models.transformer import (
     average_weights,
     beam_decode,
     build_transformer,
+    cached_step,
     corpus_loss,
-    decoder_step,
     fit_transformer,
     greedy_decode,
     smoothed_loss,
@@ -252,7 +252,7 @@ def test_a_decoder_step_with_the_cache_gives_the_full_decoders_logits(norm_first
     full = model.decode(memory, src_pad, y)  # (B,T,V)
     cache = start_cache(model, memory, src_pad)
     with torch.no_grad():
-        steps = torch.stack([decoder_step(model, cache, y[:, t]) for t in range(y.shape[1])], 1)  # (B,T,V)
+        steps = torch.stack([cached_step(model, cache, y[:, t]) for t in range(y.shape[1])], 1)  # (B,T,V)
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
     assert cache.t == 5 and cache.self_k[0].shape == (3, 2, 5, 4)  # (B,H,t,Dh)
 

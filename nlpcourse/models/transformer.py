@@ -23,7 +23,7 @@ masked as keys in the decoder's self-attention and are never targets of the loss
 Decoding one piece at a time (``greedy_decode``, ``beam_decode``) keeps a key-value cache
 (``DecoderCache``): each decoder layer's self-attention keys and values of the pieces already read,
 (B,H,t,Dh), and its cross-attention keys and values of the source, (B,H,S,Dh), computed once. Step t then
-runs the decoder on the newest piece only, ``decoder_step``, instead of on all t pieces again; the
+runs the decoder on the newest piece only, ``cached_step``, instead of on all t pieces again; the
 result is the same (``cache=False`` re-reads the whole prefix, for comparison).
 """
 from __future__ import annotations
@@ -379,7 +379,7 @@ def _cross_attention(layer: nn.Module, x: torch.Tensor, cache: DecoderCache, i: 
     return attn.out_proj(out.transpose(1, 2).flatten(2))  # (B,H,1,Dh) -> (B,1,D)
 
 
-def decoder_step(model: Transformer, cache: DecoderCache, last: torch.Tensor) -> torch.Tensor:
+def cached_step(model: Transformer, cache: DecoderCache, last: torch.Tensor) -> torch.Tensor:
     """Logits (B,V) of the piece after ``last`` (B,), the newest piece of each row, with ``cache``
     holding the rows' earlier pieces (updated in place): the decoder in evaluation mode, one position."""
     c = model.config
@@ -404,7 +404,7 @@ def decoder_step(model: Transformer, cache: DecoderCache, last: torch.Tensor) ->
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, cache: bool = True) -> Decoded:
     """The most probable next piece at each step, for a batch; a sequence stops at its own <eos>. Only the
     sequences still open are decoded (padding is masked, so each row is its source alone). With ``cache``
-    each step reads the newest piece only (``decoder_step``); without, the decoder re-reads the prefix."""
+    each step reads the newest piece only (``cached_step``); without, the decoder re-reads the prefix."""
     model.eval()
     c, B = model.config, src.shape[0]
     memory, src_pad = model.encode(src)
@@ -415,7 +415,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, cache: bo
     open_ = torch.arange(B, device=src.device)  # the rows still decoding (and the cache's rows)
     for _ in range(max_len):
         if kv is not None:
-            logits = decoder_step(model, kv, y[open_, -1])[:, None]  # (b,1,V)
+            logits = cached_step(model, kv, y[open_, -1])[:, None]  # (b,1,V)
         else:
             logits = model.decode(memory[open_], src_pad[open_], y[open_])  # (b,t,V)
         lp = next_log_probs(model, logits)  # (b,V)
@@ -456,7 +456,7 @@ def beam_decode(model: Transformer, src: torch.Tensor, max_len: int, beam: int =
         sizes = [len(beams[b].logps) for b in active]
         rows = torch.cat([beams[b].prefixes for b in active])  # (N,t) every open hypothesis
         if kv is not None:
-            logits = decoder_step(model, kv, rows[:, -1])[:, None]  # (N,1,V)
+            logits = cached_step(model, kv, rows[:, -1])[:, None]  # (N,1,V)
         else:
             owner = torch.cat([torch.full((n,), b, device=src.device) for b, n in zip(active, sizes)])  # (N,)
             logits = model.decode(memory[owner], src_pad[owner], rows)  # (N,t,V)
