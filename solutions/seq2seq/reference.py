@@ -251,21 +251,20 @@ def corpus_scores(hyp_ids, references, itos):
 MAX_TOKENS, MIN_FREQ = 20, 5
 #: The hidden cases' settings (the notebook's defaults, passed explicitly): dim, hidden, batch, lr, epochs, clip,
 #: steps.
-TRAIN_SETTINGS = (32, 64, 32, 0.005, 1, 1.0, None)
+TRAIN_SETTINGS = (32, 64, 32, 0.01, 1, 1.0, None)
 #: The trained part's outcome (grader.spec.OUTCOME_FIELDS), measured with
-#: ``python scripts/trained_part_seeds.py seq2seq --seeds 50 --jobs 2`` (and ``--baseline``): the solution's
-#: teacher-forced test loss (nats per target token) over student seeds 0-49, 3.242 to 3.401, against the same
-#: translator without attention (baseline_outcome) on the same seeds, 3.447 to 3.553. One grader seed outside
-#: them (667783022, met in a CI run) gives the solution 3.430, which failed the first bar, 3.43: the bar is
-#: 3.44, a margin of 0.01 on the solution's side and 0.007 on the baseline's. Thin: one epoch is what the
-#: suite's time affords, and attention's lead grows with training (the chapter's benchmark). The threshold is
-#: stated in the notebook. BLIND: the decoder trained blind to the source (memory and first state zero);
+#: ``python scripts/trained_part_seeds.py seq2seq --seeds 40 --jobs 2`` (and ``--baseline``): the solution's
+#: teacher-forced test loss (nats per target token) over student seeds 0-39, 2.909 to 3.047 (mean 2.968, sd
+#: 0.030), against the same translator without attention (baseline_outcome) on the same seeds, 3.256 to 3.354
+#: (mean 3.299, sd 0.023). The bar, 3.15, sits 6 standard deviations from either mean. The rate was 0.005
+#: until CI run 23: after one epoch at that rate the two overlapped (the solution 3.242 to 3.401 over 50 seeds,
+#: and 3.430 and 3.466 on two grader seeds met in CI; the baseline 3.447 at best), so no bar could separate
+#: them on every seed. At 0.01 the same budget separates them. The threshold is stated in the notebook.
 #: UNIGRAM: the unigram model of the training targets.
-OUTCOME = {"metric": "loss", "better": "lower", "bar": 3.44, "solution_worst": 3.401, "solution_worst_seed": 12,
-           "solution_best": 3.242, "baseline": "the same translator without attention, the same recipe and budget",
-           "baseline_best": 3.447, "baseline_best_seed": 15, "seeds": 50, "seconds": 8.6}
+OUTCOME = {"metric": "loss", "better": "lower", "bar": 3.15, "solution_worst": 3.047, "solution_worst_seed": 20,
+           "solution_best": 2.909, "baseline": "the same translator without attention, the same recipe and budget",
+           "baseline_best": 3.256, "baseline_best_seed": 15, "seeds": 40, "seconds": 7.6}
 MAX_TEST_LOSS = OUTCOME["bar"]
-BLIND_LOSS = 3.76
 UNIGRAM_LOSS = 4.72
 
 
