@@ -39,12 +39,24 @@ the seeded split, without the time to train the vectors, which ``setup`` records
 ``--json FILE`` writes ``{"systems": {NAME: {"accuracy", "cv_mean", "cv_std", "wall_s", ...}},
 "pretrained_minus_rand": {NAME: {"split", "cv_mean", "cv_std"}}, "setup": {...}}``, accuracies as fractions,
 after the seeded split and again after every fold (``setup["folds_done"]`` says how many folds it holds).
+
+``--ablations`` (only this part; the other entries of ``--json`` are kept): CNN-rand on the seeded split
+with Kim's settings and with one thing changed (``ABLATIONS``: no dropout, mean pooling, Kalchbrenner et
+al.'s 2-max pooling), each on ``--ablation-seeds`` seeds (initialisation and batch order; the split and
+the vocabulary, the training words seen twice or more, are fixed), ``--jobs`` runs at once on one thread
+each. ``"ablations": {"kim": {"accuracy": [per seed]}, NAME: {"accuracy": [...], "minus_kim": [per seed],
+"diff_mean", "diff_ci95": [lo, hi]}}``: the paired difference with Kim's model on the same seed, and its
+95% t-interval over the seeds.
+
+    python benchmarks/cnn.py --ablations --jobs 2 --json benchmarks/results/cnn.json   # ~6 min on 2 cores
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import functools
+import json
+import math
 import os
 import platform
 import statistics
@@ -85,6 +97,11 @@ CHAPTER_VECTORS = REPO / "data" / "checkpoints" / "word2vec_sg.bin"
 CNN_VARIANTS = ("rand", "static", "nonstatic", "multichannel")
 SYSTEMS = ("majority", "logreg", "nbsvm", "cbow_mean") + tuple(f"cnn_{v}" for v in CNN_VARIANTS)
 BOW_BASELINES = ("logreg", "nbsvm")
+#: The ablations of CNN-rand (``--ablations``): name -> what differs from Kim's settings (KimCNNConfig fields).
+ABLATIONS = {"kim": {}, "no_dropout": {"dropout": 0.0}, "mean_pooling": {"pooling": "mean"},
+             "kmax_2": {"pooling": "kmax", "k": 2}}
+#: Student's t quantile for a two-sided 95% interval, by degrees of freedom (seeds - 1).
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 @dataclass
@@ -100,6 +117,9 @@ class Options:
     w2v_epochs: int = 5  # epochs of the domain word2vec
     device: str = "cpu"
     seed: int = 0
+    ablations: bool = False  # run only the ablations of CNN-rand (see the module's docstring)
+    ablation_seeds: int = 3  # seeds of each ablation
+    jobs: int = 1  # ablation runs at once, one thread each
 
 
 @dataclass
@@ -269,6 +289,43 @@ def choose_vectors(parts: Sequence[Part], chapter: WordVectors, opts: Options, s
     return choice, info | {"vectors": choice, "_domain": domain}
 
 
+def ablation_run(job: tuple[str, int, Sequence[Part], Options]) -> tuple[str, int, float]:
+    """One CNN-rand of ``ABLATIONS[name]`` on seed ``seed``: its test accuracy (one thread)."""
+    name, seed, parts, opts = job
+    torch.set_num_threads(1)
+    vocab = training_vocab(parts[0].tokens)
+    nlpcourse.seed_everything(seed)
+    model = KimCNN(KimCNNConfig(vocab_size=len(vocab), **ABLATIONS[name]))
+    ids = [[vocab.encode(t) or [vocab.unk_id] for t in p.tokens] for p in parts]
+    settings = CNNTrainSettings(epochs=opts.epochs, patience=opts.patience, seed=seed)
+    train_kim_cnn(model, (ids[0], parts[0].labels), (ids[1], parts[1].labels), settings, opts.device)
+    test = evaluate_cnn(model, labelled_batches(ids[2], parts[2].labels, 500, shuffle=False))
+    return name, seed, test["acc"]
+
+
+def ablations(parts: Sequence[Part], opts: Options, seeds: int, jobs: int, say) -> dict:
+    """Every ablation of ``ABLATIONS`` on ``seeds`` seeds, paired with Kim's settings seed by seed."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [(name, seed, parts, opts) for seed in range(seeds) for name in ABLATIONS]
+    acc: dict[str, dict[int, float]] = {name: {} for name in ABLATIONS}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for name, seed, a in pool.map(ablation_run, todo):
+            acc[name][seed] = a
+            say(f"  {name}, seed {seed}: test accuracy {a:.4f}")
+    out = {"kim": {"accuracy": [acc["kim"][s] for s in range(seeds)]}}
+    for name in list(ABLATIONS)[1:]:
+        d = [acc[name][s] - acc["kim"][s] for s in range(seeds)]
+        half = T95[seeds - 1] * statistics.stdev(d) / math.sqrt(seeds) if seeds > 1 else float("nan")
+        out[name] = {"accuracy": [acc[name][s] for s in range(seeds)], "minus_kim": d,
+                     "diff_mean": statistics.fmean(d), "diff_ci95": [statistics.fmean(d) - half,
+                                                                      statistics.fmean(d) + half]}
+    out["setup"] = {"seeds": seeds, "split": "by movie, 80/10/10, seed 0", "variant": "rand",
+                    "changes": ABLATIONS, "epochs": opts.epochs, "patience": opts.patience,
+                    "threads_per_run": 1, "date": time.strftime("%Y-%m-%d")}
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     opts, json_path, threads = parse(argv)
     torch.set_num_threads(threads)
@@ -281,6 +338,11 @@ def main(argv: list[str] | None = None) -> dict:
 
     split = make_parts(tokens, labels, split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=movies))
     say(f"seeded split: train {len(split[0].tokens)}, val {len(split[1].tokens)}, test {len(split[2].tokens)}")
+    if opts.ablations:
+        report = json.loads(json_path.read_text()) if json_path and json_path.exists() else {}
+        report["ablations"] = ablations(split, opts, opts.ablation_seeds, opts.jobs, say)
+        write_json(json_path, report)
+        return report
     choice, vec_info = choose_vectors(split, chapter, opts, say)
     domain = vec_info.pop("_domain")
     seeded = run_all(split, domain if choice == "domain" else chapter, opts, say)
@@ -358,8 +420,14 @@ def parse(argv: list[str] | None) -> tuple[Options, Path | None, int]:
                    help="PyTorch CPU threads (default 1: on 2 busy cores 2 threads ran 20x slower)")
     p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: 1/32 of the snippets, "
                    "2 folds, 1 epoch, 20k Brown words")
+    p.add_argument("--ablations", action="store_true", help="only CNN-rand's ablations, keeping the rest of --json")
+    p.add_argument("--ablation-seeds", type=int, default=3, help="seeds per ablation (default 3)")
+    p.add_argument("--jobs", type=int, default=1, help="ablation runs at once, one thread each (default 1)")
     args = p.parse_args(argv)
-    opts = Options(epochs=args.epochs, patience=args.patience, folds_run=args.folds_run, device=args.device)
+    if not 1 <= args.ablation_seeds <= len(T95) + 1:
+        p.error(f"--ablation-seeds must be in [1, {len(T95) + 1}]")
+    opts = Options(epochs=args.epochs, patience=args.patience, folds_run=args.folds_run, device=args.device,
+                   ablations=args.ablations, ablation_seeds=args.ablation_seeds, jobs=args.jobs)
     if args.tiny:
         opts = dataclasses.replace(opts, epochs=1, folds=2, folds_run=2, stride=32, brown_tokens=20_000, w2v_epochs=1)
     return opts, args.json, args.threads

@@ -28,6 +28,7 @@ from nlpcourse.models.cnn import (
     KimCNNConfig,
     build_kim_cnn,
     decisive_ngrams,
+    masked_kmax,
     masked_max,
     max_norm_,
     pretrained_embeddings,
@@ -143,6 +144,30 @@ def test_masked_max_ignores_invalid_positions(a, k):
     assert masked_max(t, valid).item() == t[0, 0, :k].max().item()
 
 
+@settings(max_examples=25, deadline=None)
+@given(a=st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=9, unique=True), n=st.integers(2, 9),
+       k=st.integers(1, 2))
+def test_masked_kmax_keeps_the_k_largest_valid_values_in_their_order(a, n, k):
+    t = torch.tensor(a, dtype=torch.float64).view(1, 1, -1)
+    n = min(n, len(a))
+    valid = torch.arange(len(a))[None] < n
+    largest = sorted(range(n), key=lambda i: a[i])[-k:]  # positions of the k largest valid values
+    assert masked_kmax(t, valid, k)[0, 0].tolist() == [a[i] for i in sorted(largest)]
+
+
+def test_one_max_pooling_is_max_pooling_and_k_max_sees_no_padding():
+    x, lengths = tokens_of([2, 5, 1], T=8)
+    with torch.no_grad():
+        one = small("rand", seed=3, pooling="kmax", k=1).eval()
+        plain = small("rand", seed=3).eval()
+        assert torch.equal(one(x, lengths), plain(x, lengths))
+        two = small("rand", seed=3, pooling="kmax", k=2).eval()
+        h = two.features(x, lengths)  # (B, 3 widths * 4 maps * 2)
+        assert h.shape == (3, 24)
+        alone = two.features(x[:1, :2], lengths[:1])
+        assert torch.allclose(h[:1], alone)
+
+
 @pytest.mark.parametrize("variant", ["rand", "multichannel"])
 def test_one_token_sentence_works_with_widths_3_4_5(variant):
     model = small(variant)
@@ -215,7 +240,8 @@ def test_max_norm_is_applied_after_each_optimiser_step():
     ({"vocab_size": 0}, "vocab_size"), ({"widths": ()}, "widths"), ({"widths": (3, 0)}, "widths"),
     ({"maps": 0}, "maps"), ({"dropout": 1.0}, "dropout"), ({"max_norm": 0.0}, "max_norm"),
     ({"n_classes": 1}, "n_classes"), ({"variant": "frozen"}, "variant"), ({"pooling": "sum"}, "pooling"),
-    ({"pad_id": 99}, "pad_id"),
+    ({"pad_id": 99}, "pad_id"), ({"k": 2}, "kmax"), ({"pooling": "kmax", "k": 4, "widths": (3, 5)}, "min"),
+    ({"pooling": "kmax", "k": 0}, "k must"),
 ])
 def test_config_errors(kw, word):
     with pytest.raises(ConfigError, match=word):
@@ -401,7 +427,20 @@ def test_benchmark_tiny_run_writes_every_system(tmp_path):
 
 
 
-def test_committed_checkpoint_loads_with_the_current_class():
+def test_benchmark_ablations_keep_the_rest_of_the_json_and_pair_each_seed(tmp_path):
+    out = tmp_path / "cnn.json"
+    out.write_text(json.dumps({"systems": {"kept": 1}}))
+    run_tool(ROOT / "benchmarks" / "cnn.py", "--tiny", "--ablations", "--ablation-seeds", "2", "--json", str(out),
+             cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["systems"] == {"kept": 1}
+    ab = report["ablations"]
+    assert set(ab) == {"kim", "no_dropout", "mean_pooling", "kmax_2", "setup"} and ab["setup"]["seeds"] == 2
+    for name in ("no_dropout", "mean_pooling", "kmax_2"):
+        r = ab[name]
+        assert r["minus_kim"] == pytest.approx([a - k for a, k in zip(r["accuracy"], ab["kim"]["accuracy"])])
+        lo, hi = r["diff_ci95"]
+        assert lo <= r["diff_mean"] <= hi
     path = ROOT / "data" / "checkpoints" / "cnn.pt"
     ckpt = nlpcourse.load_checkpoint(path, build=build_kim_cnn)
     x = torch.tensor([ckpt.vocab.encode(["a", "moving", "and", "funny", "film"])])

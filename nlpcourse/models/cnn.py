@@ -3,14 +3,16 @@ Classification" (chapter "CNN text classifiers", ``scripts/train_cnn.py``, ``ben
 
 Shapes: B batch, T time (padded length of the batch), V vocabulary size, D embedding dim,
 C embedding channels (1, or 2 for "multichannel"), W a filter width, M feature maps per width,
-F = M x (number of widths) pooled features, K classes.
+F = M x (number of widths) x k pooled features (k = 1 but for k-max pooling), K classes.
 
     tokens  (B,T)          word ids, padded after each sentence with ``pad_id``; lengths (B,) >= 1
     x       (B,T,C*D)      the embeddings (zero at padding); multichannel puts the two copies side by side
     conv_W  (B,M,T+W-1)    wide convolution of width W (W-1 zero vectors on each side): every window
                            overlaps at least one real token, so a sentence of 1 token works with W = 5
     pooled  (B,M)          max over the valid windows only (padding can never win), then ReLU;
-                           or, with ``pooling="mean"``, the mean of ReLU over the valid windows
+                           or, with ``pooling="mean"``, the mean of ReLU over the valid windows;
+                           or, with ``pooling="kmax"``, (B,M*k): the k largest valid values of each
+                           map in sentence order, then ReLU (Kalchbrenner et al. 2014)
     h       (B,F)          the pooled features of all widths side by side, dropout while training
     logits  (B,K)          h W_out^T + b_out; the rows of W_out are kept at norm <= s by :func:`max_norm_`
 
@@ -43,7 +45,7 @@ from ..train import fit
 from ..vectors import WordVectors
 
 VARIANTS = ("rand", "static", "nonstatic", "multichannel")
-POOLINGS = ("max", "mean")
+POOLINGS = ("max", "mean", "kmax")
 RAND_INIT_SCALE = 0.25  # "rand" embeddings are uniform(-0.25, 0.25), as in Kim's code
 
 
@@ -59,7 +61,8 @@ class KimCNNConfig:
     max_norm: float | None = 3.0  # s: the rows of the output weights are kept at L2 norm <= s; None: no limit
     n_classes: int = 2  # K: output classes (0 rotten, 1 fresh)
     variant: str = "rand"  # embeddings: "rand" | "static" | "nonstatic" | "multichannel" (see the module doc)
-    pooling: str = "max"  # over time: "max" (Kim) or "mean" (for the comparison in the chapter)
+    pooling: str = "max"  # over time: "max" (Kim), "mean" or "kmax" (for the comparisons in the chapter)
+    k: int = 1  # values kept per map by "kmax" pooling, at most min(widths): every sentence has that many windows
     pad_id: int = 0  # the id that pads sentences (Vocab's <pad>); its embedding is never used
 
     def __post_init__(self) -> None:
@@ -75,6 +78,9 @@ class KimCNNConfig:
             (self.n_classes >= 2, f"n_classes must be >= 2, got {self.n_classes}"),
             (self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}"),
             (self.pooling in POOLINGS, f"pooling must be one of {POOLINGS}, got {self.pooling!r}"),
+            (self.pooling == "kmax" or self.k == 1, f"k is for pooling='kmax' only, got k={self.k}"),
+            (1 <= self.k <= min(self.widths, default=1),
+             f"k must be in [1, min(widths)={min(self.widths, default=1)}], got {self.k}"),
             (0 <= self.pad_id < self.vocab_size, f"pad_id must be in [0, vocab_size={self.vocab_size}), "
                                                   f"got {self.pad_id}"),
         ]
@@ -89,8 +95,8 @@ class KimCNNConfig:
 
     @property
     def features(self) -> int:
-        """F: pooled features fed to the output layer, M per width."""
-        return self.maps * len(self.widths)
+        """F: pooled features fed to the output layer, M per width (M * k with k-max pooling)."""
+        return self.maps * len(self.widths) * self.k
 
 
 class KimCNN(nn.Module):
@@ -180,6 +186,8 @@ class KimCNN(nn.Module):
             if self.config.pooling == "max":
                 p = masked_max(a, valid)  # (B,M)
                 pooled.append(F.relu(p) if relu else p)
+            elif self.config.pooling == "kmax":
+                pooled.append(F.relu(masked_kmax(a, valid, self.config.k)).flatten(1))  # (B,M,k) -> (B,M*k)
             else:
                 pooled.append(masked_mean(F.relu(a), valid))  # (B,M)
         return torch.cat(pooled, dim=1)  # n_widths x (B,M) -> (B,F)
@@ -228,6 +236,19 @@ def masked_max(a: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
                          f"{tuple(valid.shape)}")
     filled = a.masked_fill(~valid[:, None, :], float("-inf"))  # (B,M,T') with -inf at invalid positions
     return filled.amax(dim=2)  # (B,M,T') -> (B,M)
+
+
+def masked_kmax(a: torch.Tensor, valid: torch.Tensor, k: int) -> torch.Tensor:
+    """(B,M,T') values, (B,T') bool -> (B,M,k): the ``k`` largest valid values of each row, in the order of
+    their positions (Kalchbrenner et al. 2014's k-max pooling); each row needs ``k`` valid positions."""
+    if a.dim() != 3 or tuple(valid.shape) != (a.shape[0], a.shape[2]):
+        raise ShapeError(f"masked_kmax: expected a (B,M,T) and valid (B,T), got {tuple(a.shape)} and "
+                         f"{tuple(valid.shape)}")
+    if int(valid.sum(dim=1).min()) < k:
+        raise ShapeError(f"masked_kmax: every row needs at least k={k} valid positions")
+    filled = a.masked_fill(~valid[:, None, :], float("-inf"))  # (B,M,T') with -inf at invalid positions
+    where = filled.topk(k, dim=2).indices.sort(dim=2).values  # (B,M,k): positions of the k largest, in order
+    return a.gather(2, where)  # (B,M,T') -> (B,M,k)
 
 
 def masked_mean(a: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
