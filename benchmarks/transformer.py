@@ -34,12 +34,22 @@ with the beam (5, the alpha chosen for the system), by the Transformer chapter's
 cache and without it (re-reading the prefix at every step), and by the seq2seq chapter's attention RNN, in
 one run; ``same_output`` says that the cache changed no translation.
 
+``warmup_study`` (``--warmup``: only this part, the other entries of ``--json`` kept): a deeper model than the
+chapter's (6 + 6 layers, otherwise its sizes) trained for one epoch of batches of 32 on the training pairs
+(at most ``WARMUP_STUDY["steps"]`` steps; ``setup["steps_run"]``), Adam (0.9, 0.98) at a constant rate of 1e-3
+from the first step, post-LN and pre-LN, and post-LN with a linear warm-up over the first
+``WARMUP_STUDY["warmup"]`` steps; gradients clipped at 1 as in the chapter's recipe, label smoothing 0.1. The
+training loss, as the mean of each whole block of 25 steps (a last, shorter block left out), per seed (the
+initialisation, the batch order and the dropout), ``--jobs`` runs at once on one thread each.
+
 Targets: ``transformer_*`` BLEU at least ``attention_rnn``'s within the same CPU budget.
 
     python benchmarks/transformer.py --json benchmarks/results/transformer.json --save data/checkpoints  # ~45 min
     python benchmarks/transformer.py --tiny                                                              # seconds
     OMP_WAIT_POLICY=PASSIVE python benchmarks/transformer.py --decoding --threads 1 \
         --json benchmarks/results/transformer.json                                                       # ~4 min
+    OMP_WAIT_POLICY=PASSIVE python benchmarks/transformer.py --warmup --jobs 2 \
+        --json benchmarks/results/transformer.json                                                       # ~8 min
 
 ``--json FILE`` writes ``{"systems": {NAME: {"bleu", "chrf", "wall_s", ...}}, "attention_speed": [...],
 "targets": {...}, "setup": {...}}`` after every step.
@@ -60,7 +70,7 @@ import torch
 import torch.nn.functional as F
 
 import nlpcourse
-from nlpcourse.data.batching import pad_batch
+from nlpcourse.data.batching import bucket_batches, pad_batch
 from nlpcourse.data.subword import SubwordSplit, load_subword_split, subword_split
 from nlpcourse.data.translation import TranslationSplit, mt_scores, translation_split
 from nlpcourse.models import seq2seq, transformer
@@ -72,6 +82,11 @@ BEAM = 5
 SPEED_LENGTHS = (64, 128, 256, 512, 1024, 2048)
 TRANSFORMERS = {"transformer_postln": False, "transformer_preln": True}  # name -> norm_first
 CHAPTER_MODEL = "transformer_preln"  # the system --save writes: the Transformer chapter's model
+#: The warm-up study (``--warmup``): depth, steps, batch, constant rate, warm-up steps, seeds, block of steps.
+WARMUP_STUDY = {"layers": 6, "steps": 300, "batch": 32, "lr": 1e-3, "warmup": 100, "seeds": 3, "block": 25}
+#: Its runs: name -> (norm_first, warm-up steps).
+WARMUP_RUNS = {"postln_no_warmup": (False, 0), "preln_no_warmup": (True, 0),
+               "postln_warmup": (False, WARMUP_STUDY["warmup"])}
 
 
 class Translator:
@@ -240,6 +255,54 @@ class _Uncached:
         return transformer.beam_decode(model, src, max_len, beam, alpha, cache=False)
 
 
+def warmup_run(job: tuple[str, int, SubwordSplit, dict, dict]) -> tuple[str, int, list[float]]:
+    """One run of the warm-up study: the mean training loss of each block of steps (one thread)."""
+    name, seed, sub, size, study = job
+    torch.set_num_threads(1)
+    norm_first, warmup = WARMUP_RUNS[name]
+    warmup = warmup and study["warmup"]
+    train = (sub.source_ids("train"), sub.target_ids("train"))
+    cfg = transformer.TransformerConfig(sub.vocab_size, norm_first=norm_first, **{
+        **size, "enc_layers": study["layers"], "dec_layers": study["layers"]})
+    model = transformer.build_transformer(cfg, seed=seed).train()
+    opt = torch.optim.Adam(model.parameters(), lr=study["lr"], betas=(0.9, 0.98), eps=1e-9)
+    batches = bucket_batches([len(t) for t in train[1]], study["batch"], seed=seed)[:study["steps"]]  # one epoch
+    torch.manual_seed(seed)  # the dropout masks
+    losses = []
+    for step, index in enumerate(batches, 1):
+        for group in opt.param_groups:
+            group["lr"] = study["lr"] * (min(1.0, step / warmup) if warmup else 1.0)
+        loss = transformer.smoothed_loss(model, *seq2seq.pair_batch(model, *train, index), smoothing=0.1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    k = study["block"]
+    whole = range(0, len(losses) - k + 1, k)  # the whole blocks of k steps
+    return name, seed, [round(statistics.fmean(losses[i:i + k]), 4) for i in whole]
+
+
+def warmup_study(sub: SubwordSplit, opts: argparse.Namespace, say) -> dict:
+    """Every run of WARMUP_RUNS on WARMUP_STUDY["seeds"] seeds (see the module's docstring)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    study = opts.warmup_study
+    todo = [(name, seed, sub, opts.tf_size, study) for seed in range(study["seeds"]) for name in WARMUP_RUNS]
+    curves: dict[str, dict[int, list[float]]] = {name: {} for name in WARMUP_RUNS}
+    with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
+        for name, seed, curve in pool.map(warmup_run, todo):
+            curves[name][seed] = curve
+            say(f"  {name}, seed {seed}: " + " ".join(f"{v:.2f}" for v in curve))
+    epoch = bucket_batches([len(t) for t in sub.target_ids("train")], study["batch"])  # as many for every seed
+    steps_run = min(study["steps"], len(epoch))
+    return {"curves": {name: [c[s] for s in sorted(c)] for name, c in curves.items()},
+            "setup": {**study, "steps_run": steps_run, "d_model": opts.tf_size["d_model"],
+                      "heads": opts.tf_size["heads"], "d_ff": opts.tf_size["d_ff"],
+                      "dropout": opts.tf_size["dropout"], "clip": 1.0,
+                      "smoothing": 0.1, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}}
+
+
 def targets(systems: dict) -> dict:
     rnn, out = systems.get("attention_rnn"), {}
     for name in TRANSFORMERS:
@@ -257,10 +320,14 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(opts.threads)
     nlpcourse.seed_everything(0)
     split = translation_split()
-    if opts.decoding:
+    if opts.decoding or opts.warmup:
         report = json.loads(opts.json.read_text()) if opts.json and opts.json.exists() else {"systems": {}}
-        print("decoding the test part:")
-        report["decoding"] = decoding_speed(split, report["systems"], opts, print)
+        if opts.decoding:
+            print("decoding the test part:")
+            report["decoding"] = decoding_speed(split, report["systems"], opts, print)
+        else:
+            print("the warm-up study (training loss per block of steps):")
+            report["warmup_study"] = warmup_study(subword_split(split, opts.bpe_vocab), opts, print)
         write_json(opts.json, report)
         return report
     if opts.tiny:
@@ -304,18 +371,23 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--decoding", action="store_true",
                    help="only time decoding with the saved checkpoints, keeping the rest of --json")
     p.add_argument("--decode-verses", type=int, default=200, help="test verses --decoding translates")
+    p.add_argument("--warmup", action="store_true",
+                   help="only the warm-up study (post-LN and pre-LN without warm-up), keeping the rest of --json")
+    p.add_argument("--jobs", type=int, default=1, help="--warmup runs at once, one thread each (default 1)")
     opts = p.parse_args(argv)
     opts.rnn_size = {"embed_dim": 128, "hidden_dim": 256}
     opts.tf_size = {"d_model": 128, "heads": 4, "enc_layers": 3, "dec_layers": 3, "d_ff": 512, "dropout": 0.1}
     opts.tf_train = {"lr": 1.5e-3, "warmup": 300, "smoothing": 0.1, "average_last": 5}
     opts.bpe_vocab, opts.max_epochs, opts.max_pieces, opts.alpha_verses = 4000, 200, 80, 300
-    opts.speed_lengths, opts.repeats = SPEED_LENGTHS, 5
+    opts.speed_lengths, opts.repeats, opts.warmup_study = SPEED_LENGTHS, 5, WARMUP_STUDY
     if opts.tiny:
         opts.rnn_size = {"embed_dim": 16, "hidden_dim": 16}
         opts.tf_size = {"d_model": 16, "heads": 2, "enc_layers": 1, "dec_layers": 1, "d_ff": 32, "dropout": 0.1}
         opts.tf_train = {**opts.tf_train, "warmup": 10}
         opts.bpe_vocab, opts.max_epochs, opts.max_pieces, opts.alpha_verses = 300, 1, 20, 10
         opts.speed_lengths, opts.repeats, opts.minutes = (16, 32), 1, 0.5
+        opts.warmup_study = {**WARMUP_STUDY, "layers": 2, "steps": 6, "batch": 8, "warmup": 3, "seeds": 2,
+                             "block": 3}
     opts.budget = opts.minutes * 60 * opts.threads
     return opts
 

@@ -305,6 +305,21 @@ def test_benchmark_decoding_keeps_the_rest_of_the_json_and_times_both_decoders(t
         assert row["greedy_s"] >= 0 and row["beam_s"] >= 0
 
 
+def test_benchmark_warmup_study_keeps_the_rest_of_the_json_and_curves_every_run(tmp_path):
+    out = tmp_path / "transformer.json"
+    out.write_text(json.dumps({"systems": {}, "targets": {"kept": True}}))
+    proc = subprocess.run([sys.executable, "benchmarks/transformer.py", "--tiny", "--warmup", "--jobs", "2",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["targets"] == {"kept": True}
+    study = report["warmup_study"]
+    assert set(study["curves"]) == {"postln_no_warmup", "preln_no_warmup", "postln_warmup"}
+    for runs in study["curves"].values():  # 2 seeds of 6 steps, in blocks of 3
+        assert len(runs) == 2 and all(len(c) == 2 and all(math.isfinite(v) and v > 0 for v in c) for c in runs)
+    assert study["setup"]["steps"] == 6 and study["setup"]["seeds"] == 2
+
+
 @pytest.mark.slow
 def test_benchmark_tiny_writes_every_system_and_a_checkpoint_that_loads(tmp_path):
     out = tmp_path / "transformer.json"
