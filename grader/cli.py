@@ -1,4 +1,4 @@
-"""The ``grader`` command line: release, autograde, feedback, export (over nbgrader)."""
+"""The ``grader`` command line: release, collect, autograde, feedback, export (over nbgrader)."""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +24,20 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("release", parents=[common], help="generate notebooks/ASSIGNMENT from solutions/ASSIGNMENT")
     r.add_argument("assignment")
     r.add_argument("--check", action="store_true", help="only check that notebooks/ is up to date")
+    c = sub.add_parser("collect", parents=[common],
+                       help="unpack a Canvas or Moodle download of submissions into the folders autograde reads")
+    c.add_argument("assignment")
+    c.add_argument("--zip", type=Path, required=True, dest="archive", metavar="FILE",
+                   help="the LMS's 'download all submissions' archive")
+    c.add_argument("--roster", type=Path, metavar="FILE",
+                   help="CSV with the columns lms_id,student_id (default: the LMS id is the student id)")
+    c.add_argument("--submissions", type=Path, metavar="DIR",
+                   help="where to write <student_id>/ASSIGNMENT/<notebook> (default: COURSE_DIR/submitted)")
+    c.add_argument("--force", action="store_true", help="replace a student's folder collected before")
+    c.add_argument("--max-file-mib", type=float, default=64,
+                   help="largest file read from the archive, uncompressed (default 64)")
+    c.add_argument("--max-total-mib", type=float, default=2048,
+                   help="most the archive may expand to in all (default 2048)")
     g = sub.add_parser("autograde", parents=[common], help="grade a folder of submissions")
     g.add_argument("assignment", nargs="+",
                    help="the assignment; several are graded as one queue from nbgrader's submitted/ layout")
@@ -62,6 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                 return 0 if ok else 1
             out = release(args.assignment, course_dir)
             print(f"released {args.assignment} into {out}")
+        elif args.command == "collect":
+            from .collect import MIB, ArchiveLimits, collect, summary
+
+            limits = ArchiveLimits(int(args.max_file_mib * MIB), int(args.max_total_mib * MIB))
+            report = collect(args.assignment, args.archive, args.submissions or course_dir / "submitted",
+                             args.roster, args.force, limits)
+            print("\n".join(summary(report)))
+            return report.exit_status
         elif args.command == "autograde":
             from .autograde import Limits, autograde
             from .sandbox import sandbox_available
