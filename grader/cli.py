@@ -1,4 +1,4 @@
-"""The ``grader`` command line: release, collect, autograde, feedback, export (over nbgrader)."""
+"""The ``grader`` command line: release, collect, autograde, feedback, export, report, publish (over nbgrader)."""
 from __future__ import annotations
 
 import argparse
@@ -56,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("export", parents=[common], help="write the grades as CSV")
     e.add_argument("assignment")
     e.add_argument("--csv", type=Path, required=True, help="output file")
+    rp = sub.add_parser("report", parents=[common],
+                        help="write the class report (report.html, report.csv): scores, pass rates, failures")
+    rp.add_argument("assignment")
+    rp.add_argument("--out", type=Path, metavar="DIR",
+                    help="where to write report.html and report.csv (default: COURSE_DIR/reports/ASSIGNMENT)")
+    pb = sub.add_parser("publish", parents=[common],
+                        help="write a new git repository of the public files only (no solutions/), ready to push")
+    pb.add_argument("dest", type=Path, metavar="DEST", help="a folder that does not exist yet, or an empty one")
+    pb.add_argument("--rev", default="HEAD", help="the commit to publish (default HEAD: uncommitted changes are not)")
     return p
 
 
@@ -109,6 +118,22 @@ def main(argv: list[str] | None = None) -> int:
 
             data = export(args.assignment, course_dir, args.csv)
             print(f"wrote {len(data)} rows to {args.csv}")
+        elif args.command == "report":
+            from .report import report
+
+            page, table, summary = report(args.assignment, course_dir, args.out)
+            worst = summary.parts[0] if summary.parts else None
+            print(f"wrote {page} and {table}: {summary.students} submissions"
+                  + (f"; lowest pass rate: {worst.part} ({worst.passed}/{worst.judged})" if worst else ""))
+        elif args.command == "publish":
+            from .publish import publish
+
+            done = publish(args.dest, args.rev)
+            print(f"published {args.rev} ({done.source[:12]}) into {done.dest}: {done.files} files, "
+                  f"{len(done.private)} private ones left out, one commit {done.commit[:12]} on main")
+            if done.uncommitted:
+                print(f"not published (uncommitted): {', '.join(done.uncommitted)}", file=sys.stderr)
+            print(f"push it with: git -C {done.dest} push <public remote> main")
     except GraderError as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2

@@ -75,6 +75,9 @@ class CellScore:
     score: float  # points earned
     max_score: float  # points available
     message: str  # what passed and what failed, for the feedback
+    #: each part of the cell -> ``{"fraction": cases passed / cases, "failure": the first failing case's verdict, or
+    #: why nothing was judged; "" when every case passed}``, for ``grader report`` (results written before it lack it)
+    parts: dict[str, dict] = field(default_factory=dict)
 
 
 def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
@@ -120,7 +123,7 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
         parts_by_cell.setdefault(part.test_cell, []).append((name, part))
     scores = {}
     for cell_id, max_points in points.items():
-        lines, total, weight = [], 0.0, 0.0
+        lines, total, weight, outcomes = [], 0.0, 0.0, {}
         for name, part in parts_by_cell.get(cell_id, []):
             code = [student_code.get(s, "") for s in part.solution_cells] + extra_code
             banned = forbidden_uses(code, tuple(part.forbidden)) if part.forbidden else []
@@ -132,8 +135,12 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
             total += part.weight * frac
             weight += part.weight
             lines.append(f"{name}: {msg}")
+            # judge_part's "k/n cases passed; first failure: ..." (the first "; first failure: " is the judge's own:
+            # what follows may be the student's), or why nothing was judged
+            outcomes[name] = {"fraction": round(frac, 4),
+                              "failure": "" if frac >= 1 else msg.partition("; first failure: ")[2] or msg}
         earned = round(max_points * total / weight, 2) if weight else 0.0
-        scores[cell_id] = CellScore(earned, max_points, "\n".join(lines) or "no hidden tests")
+        scores[cell_id] = CellScore(earned, max_points, "\n".join(lines) or "no hidden tests", outcomes)
     return scores
 
 
@@ -227,8 +234,11 @@ class _Client(NotebookClient):
 
 
 def write_result(workdir: Path, job: Job, status: str, message: str, scores: dict[str, CellScore],
-                 executed=None, seconds: float | None = None, timing: dict[str, float] | None = None) -> dict:
-    """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion)."""
+                 executed=None, seconds: float | None = None, timing: dict[str, float] | None = None,
+                 timed_out: list[str] | None = None) -> dict:
+    """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion).
+    ``timed_out``: the cells that ran past their time limit, for ``grader report`` (absent when none did, and
+    from results written before it)."""
     if executed is not None:
         tmp = workdir / "executed.ipynb.tmp"
         nbformat.write(executed, str(tmp))
@@ -245,6 +255,8 @@ def write_result(workdir: Path, job: Job, status: str, message: str, scores: dic
         result["seconds"] = round(seconds, 1)  # the worker's time on this submission, kernel start included
     if timing:
         result["timing"] = {k: round(v, 2) for k, v in timing.items()}  # where those seconds went
+    if timed_out:
+        result["timed_out"] = timed_out
     tmp = workdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(workdir / "result.json")
@@ -288,10 +300,11 @@ def _kernel_folder(workdir: Path) -> Path:
     return kdir
 
 
-def execute(merged, job: Job, kdir: Path) -> tuple[str, str, dict[str, float]]:
-    """Run the merged notebook in a sandboxed kernel; return the status, what went wrong (if anything) and
-    where the time went (:func:`cell_times`). The kernel is forked by this worker's nursery where it has
-    one (``kdir`` moves into the nursery's slot for the run, then back), else started by bwrap."""
+def execute(merged, job: Job, kdir: Path) -> tuple[str, str, dict[str, float], list[str]]:
+    """Run the merged notebook in a sandboxed kernel; return the status, what went wrong (if anything), where
+    the time went (:func:`cell_times`) and the cells that ran past their time limit (:func:`_timed_out_cell`).
+    The kernel is forked by this worker's nursery where it has one (``kdir`` moves into the nursery's slot for
+    the run, then back), else started by bwrap."""
     nursery = nursery_for(Path(job.workdir).parent.parent, [Path(h) for h in job.hide])
     if nursery is None:
         sockets = socket_folder()
@@ -306,7 +319,7 @@ def execute(merged, job: Job, kdir: Path) -> tuple[str, str, dict[str, float]]:
         nursery.leave()
 
 
-def _execute(merged, job: Job, kdir: Path, sockets: Path, nursery) -> tuple[str, str, dict[str, float]]:
+def _execute(merged, job: Job, kdir: Path, sockets: Path, nursery) -> tuple[str, str, dict[str, float], list[str]]:
     env = kernel_env(kdir, {"NLPCOURSE_GRADER_INPUTS": str(kdir / "inputs"),
                             "NLPCOURSE_GRADER_OUTPUTS": str(kdir / "outputs")})
     km = new_kernel_manager(kdir, [Path(h) for h in job.hide], job.memory_bytes, sockets, nursery)
@@ -328,7 +341,8 @@ def _execute(merged, job: Job, kdir: Path, sockets: Path, nursery) -> tuple[str,
     except Exception as exc:  # noqa: BLE001 - nbclient/kernel start-up failures
         status = "crashed"
         message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
-    return (*_timeout_status(merged, job, client, status, message), cell_times(merged, client))
+    return (*_timeout_status(merged, job, client, status, message), cell_times(merged, client),
+            [_timed_out_cell(merged, i) for i in client.timed_out])
 
 
 def cell_kind(cell) -> str:
@@ -358,6 +372,13 @@ def cell_times(merged, client: _Client) -> dict[str, float]:
 
 def _cell_name(merged, index: int) -> str:
     return str(nbgrader_meta(merged.cells[index]).get("grade_id") or f"cell {index}") if index >= 0 else "a cell"
+
+
+def _timed_out_cell(merged, index: int) -> str:
+    """A cell that ran past its limit, for ``result.json``'s ``timed_out``: its ``grade_id``, that of the test cell
+    whose hidden tests it runs (``"train-test (hidden tests)"``), else ``cell N``."""
+    hidden_of = merged.cells[index].get("metadata", {}).get("grader", {}).get("hidden_of") if index >= 0 else None
+    return f"{hidden_of} (hidden tests)" if hidden_of else _cell_name(merged, index)
 
 
 def _timeout_status(merged, job: Job, client: _Client, status: str, message: str) -> tuple[str, str]:
@@ -407,13 +428,13 @@ def run(job: Job) -> dict:
     for path in [*(kdir / "inputs").iterdir(), kdir / "inputs"]:
         os.chmod(path, 0o555 if path.is_dir() else 0o444)
     prepared = time.monotonic()
-    status, message, timing = execute(merged, job, kdir)
+    status, message, timing, timed_out = execute(merged, job, kdir)
     ran = time.monotonic()
     scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases)
     annotate(merged, scores)
     timing.update(prepare=prepared - started, judge=time.monotonic() - ran)
     return write_result(workdir, job, status, _summary(scores, message, report), scores, merged,
-                        seconds=time.monotonic() - started, timing=timing)
+                        seconds=time.monotonic() - started, timing=timing, timed_out=timed_out)
 
 
 def serve() -> None:

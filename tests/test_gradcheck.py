@@ -9,11 +9,14 @@ import pytest
 import torch
 
 from grader import gradcheck
-from grader.course import assignments, load_assignment, load_bugs, load_reference
+from grader.course import SOLUTIONS, assignments, load_assignment, load_bugs, load_reference
 from grader.judging import judge_case
 from grader.submissions import run_solved_cells, solved_cells
 from grader.trial import solved_namespace
 from nlpcourse.checking import compare, run_case
+
+if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
+    pytest.skip("needs solutions/ (private, not in the public copy)", allow_module_level=True)
 
 
 def _uses_the_shared_check(name: str) -> bool:

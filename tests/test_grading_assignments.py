@@ -45,12 +45,15 @@ from grading_support import (
     secret_lines,
 )
 
-from grader.course import load_assignment, load_bugs, load_reference
+from grader.course import SOLUTIONS, load_assignment, load_bugs, load_reference
 from grader.notebook import nbgrader_meta, skip_reason
 from grader.submissions import standard_submissions, write
 from grader.trial import trained_part
 
 pytestmark = pytest.mark.grading
+
+if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
+    pytest.skip("needs solutions/ (private, not in the public copy)", allow_module_level=True)
 
 GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "60", "--notebook-timeout", "200", "--memory-gib", "3"]
 GRADING_TIMEOUT = 3600  # seconds for the whole queue: far more than it takes, so that a hang fails, not CI
@@ -59,19 +62,25 @@ HIDDEN_LINES, SOLUTION_LINES = secret_lines()
 
 
 @pytest.fixture(scope="module")
-def batches(tmp_path_factory):
+def batches(request, tmp_path_factory):
     """``batches(name)``: where the standard submissions of ``name`` were graded, with the feedback and the
     exported grades. Every assignment's submissions are graded on first use, by one ``grader autograde``
-    of all the assignments at once: one queue on two workers, busy to the last submission."""
+    of all the assignments at once: one queue on two workers, busy to the last submission. All of them in a
+    run of the suite; those of the tests selected only (``-k backprop``: backprop's), when some are left out."""
     done: dict[str, dict | BaseException] = {}
+    selected = {item.callspec.params["name"] for item in request.session.items
+                if item.module is request.module and "name" in getattr(getattr(item, "callspec", None), "params", {})}
 
     def get(name: str) -> dict:
         if not done:
+            names = [a for a in ASSIGNMENTS if a in selected or a == name]
             try:
-                done.update(_grade(ASSIGNMENTS, tmp_path_factory.mktemp("grading")))
+                done.update(_grade(names, tmp_path_factory.mktemp("grading")))
             except (AssertionError, subprocess.TimeoutExpired) as exc:
-                done.update(dict.fromkeys(ASSIGNMENTS, exc))  # the next tests fail at once, not after another run
+                done.update(dict.fromkeys(names, exc))  # the next tests fail at once, not after another run
                 raise
+        if name not in done:
+            pytest.fail(f"{name} was not among the assignments graded for the tests selected")
         if isinstance(done[name], BaseException):
             pytest.fail(f"grading the batches failed in an earlier test: {done[name]}")
         return done[name]
@@ -205,6 +214,59 @@ def test_every_part_is_caught_by_a_planted_bug(batches, name):
             caught |= part_failures(result(course, name, student))
     assert parts <= caught, f"no planted bug makes these parts fail: {sorted(parts - caught)}"
     assert not part_failures(result(course, name, "solution"))
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_report_puts_each_bugs_parts_at_the_top(batches, name, tmp_path):
+    """``grader report`` (grader/report.py) on the batch graded above, grading nothing itself. Every part fails
+    for the blank and for some bug (test_every_part_is_caught_by_a_planted_bug): class-wide, every part has
+    failures and none is left that no bug hits, so the top is each bug's own. In the view of one bug's student,
+    the parts above the first that passes are exactly the parts the bug makes fail, each with the bug's own
+    first failure, all in the cells it declares (``loses``, ``may_lose``) and at least one in each cell of
+    ``loses``. Class-wide, each part's pass rate counts the students whose cell message says it failed, the
+    worst first; no time-out, no crash; every submission but the blank waits for its written answers; the page
+    shows no solution line. The parts ``result.json`` stores read the same from its cells' messages (the older
+    format)."""
+    from grader.report import clean_message, load, part_outcomes, report, summarize
+
+    batch, a = batches(name), load_assignment(name)
+    course, students, parts = batch["course"], batch["students"], load_reference(a).PARTS
+    page, table, summary = report(name, course, tmp_path)
+    results = load(name, course)
+    failing = {student: part_failures(result(course, name, student)) & set(parts) for student in students}
+    stored = {s.student: s.parts for s in results.submissions}
+    for student in students:
+        r = result(course, name, student)
+        older = {**r, "cells": {c: {k: v for k, v in s.items() if k != "parts"} for c, s in r["cells"].items()}}
+        read = part_outcomes(older, {p: parts[p].test_cell for p in parts})
+        assert {p: (round(o.fraction, 4), o.failure) for p, o in read.items()} == \
+            {p: (o.fraction, o.failure) for p, o in stored[student].items()}, student
+        assert {p for p, o in stored[student].items() if not o.passed} == failing[student], student
+
+    assert summary.students == summary.statuses["graded"] == len(students)
+    assert not summary.timeouts and not summary.crashes and not summary.not_run
+    assert [r.pass_rate for r in summary.parts] == sorted(r.pass_rate for r in summary.parts)
+    for row in summary.parts:
+        assert row.judged == len(students) and row.passed == sum(row.part not in f for f in failing.values())
+        assert row.passed < row.judged, f"{row.part}: no submission fails it"
+        assert sum(f.students for f in row.failures) + row.other_failures == row.judged - row.passed
+    # nbgrader scores an answer left as released 0 by itself: all but the blank wait for their written answers
+    assert summary.waiting == dict.fromkeys(sorted(points(name).manual), len(students) - 1)
+    assert not next(s for s in results.submissions if s.student == "blank").waiting
+    assert len(table.read_text().splitlines()) == 1 + len(parts)
+    assert not leaks(page, SOLUTION_LINES | HIDDEN_LINES)
+
+    assert all(r.pass_rate == 1 for r in summarize(results.only(["solution"])).parts)
+    for index, bug in enumerate(load_bugs(a)):
+        student = f"bug-{index:02d}"
+        view = summarize(results.only([student])).parts
+        top = [r for r in view if r.pass_rate < 1]
+        assert view[:len(top)] == top and {r.part for r in top} == failing[student], bug.name
+        cells = {parts[r.part].test_cell for r in top}
+        assert bug.loses <= cells <= bug.loses | bug.may_lose, f"{bug.name}: parts failing in {sorted(cells)}"
+        for r in top:
+            assert [(f.message, f.students) for f in r.failures] == \
+                [(clean_message(stored[student][r.part].failure), 1)], (bug.name, r.part)
 
 
 # ------------------------------------------------------------------ release, feedback: no leak

@@ -1,0 +1,447 @@
+"""``grader report`` (grader/report.py) on a class graded without a kernel: a gradebook, ``result.json`` and
+``recorded.json`` files written here, as ``grader autograde`` leaves them, for eleven students of ``backprop``
+(one who passes everything, wrong values, a hostile message, a traceback quoting code, time-outs, crashes, an
+invalid and a missing submission, one result in the format written before parts were stored). Then the page in
+Chromium: nothing requested, the histogram shown. The report on the planted-bug batch of every assignment is
+in test_grading_assignments.py (``test_report_puts_each_bugs_parts_at_the_top``), where that batch is graded.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import warnings
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from grading_support import points
+
+from grader.course import SOLUTIONS, GraderError, load_assignment, load_reference
+from grader.report import (
+    CSV_COLUMNS,
+    MESSAGE_LIMIT,
+    ClassResults,
+    Outcome,
+    Submission,
+    clean_message,
+    csv_safe,
+    histogram,
+    load,
+    render_html,
+    report,
+    summarize,
+)
+
+if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
+    pytest.skip("needs solutions/ (private, not in the public copy)", allow_module_level=True)
+
+A = "backprop"
+PARTS = {name: part.test_cell for name, part in load_reference(load_assignment(A)).PARTS.items()}
+PTS = points(A)
+MAX = PTS.max_auto + sum(PTS.manual.values())
+
+NOT_RECORDED = "no result was recorded (the hidden test did not run, or stopped before the end)"
+NOT_IMPLEMENTED = "case 'batch' (cpu): raised NotImplementedError: not implemented yet"
+HOSTILE = "case 'small' (cpu): raised ValueError: <script>alert(1)</script>"
+CODE = "return torch.where(x > 0, x, my_secret_solution_line)"
+TRACEBACK = ("case 'small' (cpu): raised RuntimeError: Traceback (most recent call last):\n"
+             '  File "<ipython-input-3>", line 4, in relu_forward\n'
+             f"    {CODE}\n"
+             "           ^^^^^^^^^^^\n"
+             "ValueError: shapes differ")
+MULTILINE = f"case 'one step' (cpu): raised RuntimeError: the step failed\n{CODE}"
+
+
+def values_off(n: int, err: float) -> str:
+    return (f"case 'batch' (cpu): output: {n} of 12 values off; max abs error {err:.3g}, max rel error {2 * err:.3g}; "
+            f"worst at index (0, {n}): expected 0.2, got {0.2 + err:.6g} (rtol=1e-05, atol=1e-06, torch.float32)")
+
+
+# student -> (status, {part: (fraction, first failure)}, what result.json holds besides)
+CLASS = {
+    "ace": ("graded", {}, {}),
+    "amy": ("graded", {"linear_forward": (0.5, values_off(3, 0.5)), "mlp_logits": (0.0, values_off(12, 1.5))}, {}),
+    "bob": ("graded", {"linear_forward": (0.0, values_off(5, 0.25))}, {}),
+    "cat": ("graded", {"linear_forward": (0.25, values_off(7, 0.125)), "relu_forward": (0.0, HOSTILE)}, {}),
+    "dan": ("timeout", {"relu_forward": (0.5, TRACEBACK), "train_review_classifier": (0.0, NOT_RECORDED)},
+            {"timed_out": ["train-test (hidden tests)"],
+             "message": "14/17 autograded points; train-test ran past 60 s and was interrupted"}),
+    "eve": ("graded", {"linear_forward": (0.0, NOT_IMPLEMENTED), "sgd_step": (0.0, MULTILINE)}, {"legacy": True}),
+    "fay": ("crashed", {p: (0.0, NOT_RECORDED) for p in ["mlp_logits", "mlp_loss_and_grads", "sgd_step",
+                                                          "train_review_classifier"]},
+            {"message": "9/17 autograded points; the kernel died after 12 code cells (os._exit, a crash, or the "
+                        "3 GiB memory limit); later cells did not run"}),
+    "gus": ("crashed", {p: (0.0, NOT_RECORDED) for p in PARTS if p not in ("numerical_gradient", "relative_error")},
+            {"message": "2/17 autograded points; the kernel died after 7 code cells (os._exit, a crash, or the "
+                        "3 GiB memory limit); later cells did not run"}),
+    "hal": ("timeout", {"train_review_classifier": (0.0, NOT_RECORDED)},
+            {"message": "the notebook ran past the 900 s limit and was stopped; scored on what the hidden tests "
+                        "recorded before that"}),
+    "ivy": ("invalid", None, {"message": "not a notebook: Expecting value: line 1 column 1 (char 0)"}),
+    "jon": ("missing", None, {"message": "no backprop.ipynb in jon/"}),
+}
+RAN = [s for s, (status, *_) in CLASS.items() if status in ("graded", "timeout", "crashed")]
+MANUAL_DONE = {"ace": {"written-answer": 3.0}}  # grades entered by hand in the formgrader
+
+
+def outcomes(student: str) -> dict[str, tuple[float, str]]:
+    status, failing, _ = CLASS[student]
+    return {p: failing.get(p, (1.0, "")) for p in PARTS} if failing is not None else {}
+
+
+def cell_scores(student: str) -> dict[str, float]:
+    got = outcomes(student)
+    if not got:
+        return dict.fromkeys(PTS.auto, 0.0)
+    return {cell: round(pts * sum(got[p][0] for p in PARTS if PARTS[p] == cell)
+                        / sum(PARTS[p] == cell for p in PARTS), 2) for cell, pts in PTS.auto.items()}
+
+
+def total(student: str) -> float:
+    return round(sum(cell_scores(student).values()) + sum(MANUAL_DONE.get(student, {}).values()), 2)
+
+
+def result_json(student: str) -> dict:
+    """A ``result.json`` as ``grader.worker.write_result`` writes it (or wrote it before parts were stored)."""
+    status, _, extra = CLASS[student]
+    got, scores, cells = outcomes(student), cell_scores(student), {}
+    for cell, pts in PTS.auto.items():
+        mine = {p: got[p] for p in PARTS if PARTS[p] == cell} if got else {}
+        lines = [f"{p}: " + (f"{round(4 * f)}/4 cases passed" + (f"; first failure: {why}" if why else "")
+                             if why != NOT_RECORDED else why) for p, (f, why) in mine.items()]
+        cells[cell] = {"score": scores[cell], "max_score": pts, "message": "\n".join(lines) or "not graded"}
+        if got and not extra.get("legacy"):
+            cells[cell]["parts"] = {p: {"fraction": f, "failure": why} for p, (f, why) in mine.items()}
+    r = {"student": student, "assignment": A, "status": status, "cells": cells, "executed": bool(got),
+         "message": extra.get("message", f"{sum(scores.values()):g}/{PTS.max_auto:g} autograded points"),
+         "score": round(sum(scores.values()), 2), "max_score": PTS.max_auto}
+    if extra.get("timed_out"):
+        r["timed_out"] = extra["timed_out"]
+    return r
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """The course folder ``grader autograde`` would leave behind for CLASS: the gradebook (nbgrader's own API)
+    with a submission for each student whose notebook ran, and each student's work folder."""
+    from nbgrader.api import Gradebook
+
+    folder = tmp_path_factory.mktemp("report") / "course"
+    for student in CLASS:
+        wd = folder / "work" / A / student
+        wd.mkdir(parents=True)
+        (wd / "result.json").write_text(json.dumps(result_json(student), indent=1))
+        (wd / "recorded.json").write_text(json.dumps({"sha256": "0" * 64}))
+    a = load_assignment(A)
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        mp.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])  # nbgrader's alembic
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes from inside nbgrader
+        with Gradebook(f"sqlite:///{folder / 'gradebook.db'}", "neural-nlp") as gb:
+            gb.add_assignment(A)
+            gb.add_notebook(a.notebook_id, A)
+            for cell, pts in PTS.auto.items():
+                gb.add_grade_cell(cell, a.notebook_id, A, max_score=pts, cell_type="code")
+            for cell, pts in PTS.manual.items():
+                gb.add_grade_cell(cell, a.notebook_id, A, max_score=pts, cell_type="markdown")
+                gb.add_solution_cell(cell, a.notebook_id, A)
+            for student in RAN:
+                gb.add_student(student)
+                gb.add_submission(A, student)
+                for cell, score in cell_scores(student).items():
+                    g = gb.find_grade(cell, a.notebook_id, A, student)
+                    g.auto_score, g.needs_manual_grade = score, False
+                for cell, score in MANUAL_DONE.get(student, {}).items():
+                    g = gb.find_grade(cell, a.notebook_id, A, student)
+                    g.manual_score, g.needs_manual_grade = score, False
+            gb.db.commit()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def summary(course):
+    return summarize(load(A, course))
+
+
+def row(summary, part: str):
+    return next(r for r in summary.parts if r.part == part)
+
+
+# ------------------------------------------------------------------ what it counts
+
+
+def test_histogram_counts():
+    edges, counts = histogram([0, 0, 2.5, 5, 9.99, 10, -1, 12], 10, bins=10)
+    assert edges == [float(i) for i in range(11)]
+    assert counts == [3, 0, 1, 0, 0, 1, 0, 0, 0, 3]  # -1 with the zeros, 12 with the tens
+    assert histogram([], 0, bins=4)[1] == [0, 0, 0, 0]
+
+
+def test_the_class_histogram_counts_the_gradebooks_scores(summary):
+    assert summary.students == len(CLASS) and summary.max_score == MAX
+    assert summary.ran_counts == histogram([total(s) for s in RAN], MAX)[1]
+    assert summary.not_run_counts == [2] + [0] * 9  # invalid and missing: 0
+    assert summary.statuses == {"graded": 5, "timeout": 2, "crashed": 2, "invalid": 1, "missing": 1}
+    assert total("ace") == PTS.max_auto + 3  # the manual grade entered counts
+    assert summary.mean == pytest.approx(sum(total(s) for s in RAN) / len(CLASS))
+
+
+def test_pass_rates_worst_first(summary):
+    """Only the notebooks that ran count; a part passes when every case does; the worst pass rate at the top,
+    a tie broken by the mean fraction of cases passed."""
+    for r in summary.parts:
+        failing = [s for s in RAN if outcomes(s)[r.part][0] < 1]
+        assert (r.judged, r.passed) == (len(RAN), len(RAN) - len(failing)), r.part
+        assert r.mean_fraction == pytest.approx(sum(outcomes(s)[r.part][0] for s in RAN) / len(RAN))
+        assert r.cell == PARTS[r.part]
+    keys = [(r.pass_rate, r.mean_fraction) for r in summary.parts]
+    assert keys == sorted(keys)
+    assert [r.part for r in summary.parts[:2]] == ["linear_forward", "train_review_classifier"]
+    assert (row(summary, "linear_forward").passed, row(summary, "train_review_classifier").passed) == (4, 5)
+    assert [r.part for r in summary.parts[-2:]] == ["numerical_gradient", "relative_error"]  # all passed: in order
+    assert summary.parts[-3].pass_rate == 8 / 9  # a part only gus failed
+
+
+def test_messages_ranked_with_how_many_students_hit_each(summary):
+    """The same message with other numbers is one (its most frequent form shown); the most frequent first."""
+    lin = row(summary, "linear_forward").failures
+    assert [(f.students, f.variants) for f in lin] == [(3, 3), (1, 1), (1, 1)]
+    assert lin[0].message in {values_off(3, 0.5), values_off(5, 0.25), values_off(7, 0.125)}
+    assert {f.message for f in lin[1:]} == {NOT_IMPLEMENTED, NOT_RECORDED}
+    train = row(summary, "train_review_classifier").failures
+    assert [(f.message, f.students) for f in train] == [(NOT_RECORDED, 4)]
+    assert row(summary, "numerical_gradient").failures == []
+
+
+def test_a_part_with_many_messages_lists_the_most_frequent(course):
+    results = load(A, course)
+    subs = [Submission(f"s{i}", "graded", 0.0, "", {"relu_forward": Outcome(0.0, f"case 'c{i % 7}': wrong")})
+            for i in range(20)]
+    r = summarize(ClassResults(A, {"relu_forward": "activation-test"}, results.max_score, subs), top=3).parts[0]
+    # numbers aside, one message: its most frequent form shown (c0: i = 0, 7, 14), with how many forms it has
+    assert [(f.message, f.students, f.variants) for f in r.failures] == [("case 'c0': wrong", 20, 7)]
+    subs = [Submission(f"s{i}", "graded", 0.0, "", {"relu_forward": Outcome(0.0, f"case '{'abcdefg'[i % 7]}'")})
+            for i in range(20)]
+    r = summarize(ClassResults(A, {"relu_forward": "activation-test"}, results.max_score, subs), top=3).parts[0]
+    assert [f.students for f in r.failures] == [3, 3, 3] and r.other_failures == 11
+
+
+def test_timeouts_and_crashes(summary):
+    """Time-outs by the cell that ran past its limit (the notebook's limit where no cell is named); crashes by
+    message, numbers aside."""
+    assert summary.timeouts == [
+        ("the notebook ran past the 900 s limit and was stopped; scored on what the hidden tests recorded "
+         "before that", ["hal"]),
+        ("train-test (hidden tests)", ["dan"])]
+    [(message, who)] = summary.crashes
+    assert who == ["fay", "gus"] and message.startswith("the kernel died after ") and "autograded" not in message
+    assert [(s, st) for s, st, _ in summary.not_run] == [("ivy", "invalid"), ("jon", "missing")]
+
+
+def test_written_answers_waiting_for_a_manual_grade(summary):
+    """Every submission in the gradebook waits for each written answer, but for the one graded by hand."""
+    assert set(PTS.manual) == {"derivation-answer", "written-answer"}
+    assert summary.waiting == {"derivation-answer": len(RAN), "written-answer": len(RAN) - 1}
+    assert summary.waiting_students == len(RAN)
+
+
+def test_results_written_before_parts_were_stored_read_the_same(course):
+    """eve's result.json has no ``parts`` (the format before the report): her outcomes come from the cells'
+    messages, one ``<part>: <verdict>`` line each, a multi-line exception kept with its part."""
+    eve = next(s for s in load(A, course).submissions if s.student == "eve")
+    assert "parts" not in json.dumps(result_json("eve"))
+    assert {p: (o.fraction, o.failure) for p, o in eve.parts.items()} == outcomes("eve")
+
+
+# ------------------------------------------------------------------ what it shows: messages only
+
+
+def test_a_hostile_message_is_escaped(course, tmp_path):
+    page, table, _ = report(A, course, tmp_path)
+    text = page.read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<script" not in text.lower() and "alert(1)</" not in text
+    assert not re.search(r"""\b(?:src|href)\s*=\s*(?!["']?data:)""", text, re.I)  # nothing but data: to load
+    assert not re.search(r"https?://|//[a-z]|@import|url\(", re.sub(r"data:image/png;base64,[\w+/=]*", "", text), re.I)
+
+
+def test_a_message_quoting_code_shows_no_code(course, tmp_path):
+    page, table, _ = report(A, course, tmp_path)
+    for text in (page.read_text(), table.read_text()):
+        assert "my_secret_solution_line" not in text and "torch.where" not in text
+        assert "^^^" not in text and "ipython-input" not in text
+    assert clean_message(TRACEBACK) == "case 'small' (cpu): raised RuntimeError: ValueError: shapes differ"
+    assert clean_message(MULTILINE) == "case 'one step' (cpu): raised RuntimeError: the step failed [...]"
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("\x1b[0;31mValueError\x1b[0m: bad", "ValueError: bad"),  # terminal colours
+    ("a\u2028b = secret()", "a [...]"),  # a line break by another name
+    ("a\u202eb\x00c\td", "a b c d"),  # bidi overrides, NUL, tab
+    ("x" * 500, "x" * (MESSAGE_LIMIT - 1) + "\u2026"),
+    ("Traceback (most recent call last):\n  File 'f', line 1\n    secret()\nKeyError: 'k'", "KeyError: 'k'"),
+    ("raised E: Traceback (most recent call last):\n    secret()\n  x = 1", "raised E: (a traceback, left out)"),
+    ("\n\n   \n", ""),
+])
+def test_clean_message(raw, shown):
+    assert clean_message(raw) == shown
+
+
+def test_csv_columns(course, tmp_path):
+    _, table, summary = report(A, course, tmp_path)
+    with open(table, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    assert reader.fieldnames == CSV_COLUMNS == [
+        "part", "test_cell", "judged", "passed", "pass_rate", "mean_cases_passed",
+        "failure_1", "students_1", "failure_2", "students_2", "failure_3", "students_3",
+        "failure_4", "students_4", "failure_5", "students_5"]
+    assert [r["part"] for r in rows] == [r.part for r in summary.parts] and len(rows) == len(PARTS)
+    top = rows[0]
+    assert (top["part"], top["test_cell"], top["judged"], top["passed"]) == ("linear_forward", "linear-test", "9", "4")
+    assert float(top["pass_rate"]) == pytest.approx(4 / 9, abs=1e-4) and top["students_1"] == "3"
+    assert rows[-1]["part"] == "relative_error" and rows[-1]["failure_1"] == rows[-1]["students_1"] == ""
+    assert csv_safe("=HYPERLINK(1)") == "'=HYPERLINK(1)" and csv_safe("case 'a'") == "case 'a'"
+
+
+def test_report_goes_beside_the_other_outputs_written_atomically(course):
+    page, table, _ = report(A, course)
+    assert page == course / "reports" / A / "report.html" and table.parent == page.parent
+    assert sorted(p.name for p in page.parent.iterdir()) == ["report.csv", "report.html"]  # no temporary left
+    before = page.read_text()
+    report(A, course)  # replaced, the same
+    assert page.read_text() == before
+
+
+def test_one_students_view_puts_their_failing_parts_first(course):
+    view = summarize(load(A, course).only(["amy"]))
+    assert [r.part for r in view.parts[:2]] == ["mlp_logits", "linear_forward"]  # 0 cases, then half
+    assert all(r.pass_rate == 1 for r in view.parts[2:])
+
+
+# ------------------------------------------------------------------ the command line
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    from grader.cli import main
+
+    monkeypatch.setenv("PATH", os.environ["PATH"])  # main() puts this Python's bin/ first; put it back after
+    return main
+
+
+def test_cli_writes_the_report(cli, course, tmp_path, capsys):
+    assert cli(["report", A, "--course-dir", str(course), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "report.csv").is_file()
+    assert "lowest pass rate: linear_forward (4/9)" in capsys.readouterr().out
+
+
+def test_cli_defaults_to_the_course_folder():
+    from grader.cli import _parser
+    from grader.course import DEFAULT_COURSE_DIR
+
+    args = _parser().parse_args(["report", A])
+    assert (args.course_dir, args.out) == (DEFAULT_COURSE_DIR, None)
+
+
+def test_bad_input_is_a_clear_error(cli, course, tmp_path, capsys):
+    assert cli(["report", "nosuch", "--course-dir", str(course)]) == 2
+    assert "unknown assignment 'nosuch'" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    assert cli(["report", A, "--course-dir", str(empty)]) == 2
+    assert "nothing graded" in capsys.readouterr().err and not (empty / "gradebook.db").exists()
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(course, unfinished, ignore=shutil.ignore_patterns("reports"))
+    for done in unfinished.glob(f"work/{A}/*/recorded.json"):
+        done.unlink()  # graded, not yet in the gradebook: nothing to report
+    assert cli(["report", A, "--course-dir", str(unfinished)]) == 2
+    assert "nothing graded for backprop" in capsys.readouterr().err
+    shutil.rmtree(unfinished / "work")
+    with pytest.raises(GraderError, match="nothing graded"):
+        load(A, unfinished)
+    assert not (unfinished / "reports").exists()
+
+
+def test_render_html_without_results_is_a_page():
+    empty = summarize(ClassResults(A, dict(PARTS), MAX, []))
+    text = render_html(empty, png=b"")
+    assert "0 submissions" in text and text.count("<tr data-part=") == len(PARTS)
+
+
+# ------------------------------------------------------------------ in Chromium
+
+CHROMIUM = Path(os.environ.get("NLPCOURSE_CHROMIUM", "/usr/bin/chromium"))
+
+
+@pytest.fixture
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("the playwright package is not installed (pip install -e '.[test]')")
+        pytest.skip("the playwright package is not installed")
+    if not CHROMIUM.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"no Chromium at {CHROMIUM}; CI requires it")
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_the_page_in_chromium_requests_nothing_and_shows_the_histogram(browser, course, tmp_path):
+    """The report served on 127.0.0.1: every request but the page's own is recorded and aborted (a local file
+    beside it would count too), the histogram is drawn, a part's row is there, the console is quiet."""
+    page_path, _, _ = report(A, course, tmp_path)
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/{page_path.name}"
+    context = browser.new_context(service_workers="block")
+    requested, errors = [], []
+
+    def route(r):
+        if r.request.url == url:
+            r.continue_()
+        else:
+            requested.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    try:
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("request", lambda r: r.url != url and urlsplit(r.url).scheme != "data" and requested.append(r.url))
+        page.on("console", lambda m: m.type in ("error", "warning") and errors.append(m.text))
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url, wait_until="load")
+        page.wait_for_timeout(300)  # anything late
+        img = page.locator("img#histogram")
+        assert img.is_visible()
+        assert img.evaluate("i => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0")
+        assert img.bounding_box()["width"] > 300
+        part = page.locator('tr[data-part="linear_forward"]')
+        assert part.is_visible() and "4/9" in part.inner_text() and "3\u00d7" in part.inner_text()
+        first = page.locator("#parts tbody tr").first.get_attribute("data-part")
+        assert first == "linear_forward"
+        assert "<script>alert(1)</script>" in page.locator("body").inner_text()  # shown as text
+        assert page.evaluate("document.scripts.length") == 0
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+    assert requested == [] and errors == []
