@@ -4,6 +4,16 @@ distributed pretraining under ``torchrun``, in one run.
 
     python benchmarks/pretraining.py --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --tiny            # a smoke run of a minute
+    python benchmarks/pretraining.py --curve --jobs 2 --json benchmarks/results/pretraining.json
+
+**The label-efficiency curve** (``--curve``, added to the JSON file's other results): for each budget of
+``BUDGETS`` labelled training snippets, ``--curve-seeds`` random subsets (``label_subset``: the first n of a
+seeded permutation, so each budget's subsets hold the smaller budgets'), each fine-tuned from the pretrained
+checkpoint and from scratch with one recipe (``CURVE_RECIPE``, ``curve_epochs``: about ``CURVE_STEPS`` steps,
+3 to 20 epochs, the best validation epoch kept), and the uni+bigram logistic regression trained on the same
+subset; test accuracy and ROC AUC, and the paired difference pretrained - scratch with its 95% t interval.
+``"curve": [{"labels", "pretrained": [acc per seed], "scratch": [...], "bow": [...], "pretrained_auc",
+"scratch_auc", "diff_mean", "diff_ci95": [lo, hi], "auc": {"diff_mean", "diff_ci95"}}, ...]``.
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
 ``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -44,10 +55,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import cnn  # benchmarks/cnn.py: the same baselines on the same split
+import scipy.stats
 import torch
+from sklearn.metrics import roc_auc_score
 
 import nlpcourse
 from nlpcourse.data import load_reviews, split_indices, word_tokenize
+from nlpcourse.data.batching import pad_batch
 from nlpcourse.data.wordpiece import WordPieces
 from nlpcourse.finetune import FineTuneConfig, accuracy, fine_tune_classifier
 from nlpcourse.models.bert import Bert, BertClassifier, bert_from_config, build_bert
@@ -72,6 +86,7 @@ RECIPES = {
     "ulmfit": Recipe("mean", FineTuneConfig(lr=1e-3, decay=2.6, unfreeze_every=100)),
 }
 CNN_SYSTEMS = ("rand", "nonstatic", "multichannel")
+BUDGETS = (100, 300, 1000, 3000, None)  # labelled training snippets per curve point (None: all of them)
 
 
 @dataclass
@@ -87,6 +102,11 @@ class Options:
     brown_tokens: int | None = None  # limit Brown for the CNNs' domain vectors (None: all of it, the CNN's)
     w2v_epochs: int = 5  # epochs of the CNNs' domain word2vec (the CNN benchmark's)
     device: str = "cpu"
+    curve: bool = False  # the label-efficiency curve only, added to the JSON file's other results
+    budgets: tuple = BUDGETS  # the curve's label budgets (None: all the training labels)
+    curve_seeds: int = 5  # label subsets (and fine-tuning seeds) per budget
+    curve_epochs_cap: int = 20  # at most this many fine-tuning epochs (the smoke run uses 1)
+    jobs: int = 1  # curve runs at once, one thread each
 
 
 # ------------------------------------------------------------------ data
@@ -166,6 +186,101 @@ def best_of(baselines: dict[str, dict], names) -> dict:
     return {"accuracy": baselines[name]["accuracy"], "wall_s": round(baselines[name]["seconds"], 1), "system": name}
 
 
+# ------------------------------------------------------------------ the label-efficiency curve
+
+
+CURVE_RECIPE = Recipe("mean", FineTuneConfig(lr=5e-4, batch=16))  # one recipe for every budget and network
+CURVE_STEPS = 600  # epochs per budget: enough for about this many steps, clamped to [3, 20]
+
+
+def curve_epochs(labels: int, batch: int = CURVE_RECIPE.tune.batch) -> int:
+    """Fine-tuning epochs for ``labels`` examples: small budgets get more passes (about ``CURVE_STEPS``
+    steps), never fewer than 3 (the recipes' epochs) or more than 20."""
+    return min(20, max(3, math.ceil(CURVE_STEPS / math.ceil(labels / batch))))
+
+
+def label_subset(n: int, labels: int | None, seed: int) -> list[int]:
+    """The training examples of one curve point: the first ``labels`` of a permutation drawn with ``seed``;
+    the same subset serves the pretrained network, the scratch network and bag-of-words."""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(10_000 + seed)).tolist()
+    return order if labels is None else order[:labels]
+
+
+@torch.no_grad()
+def fresh_probabilities(model, ids: list[list[int]], batch: int = 256) -> torch.Tensor:
+    """(N,) the model's probability of "fresh" (label 1) for each id list; eval mode."""
+    model.eval()
+    return torch.cat([model(pad_batch(ids[i:i + batch]).tokens).softmax(-1)[:, 1]
+                      for i in range(0, len(ids), batch)])
+
+
+def curve_run(task: tuple) -> dict:
+    """One (network, budget, seed) point: fine-tune on the label subset, keep the best validation epoch,
+    score the test part (accuracy and ROC AUC)."""
+    network, labels, seed, ck, parts, epochs_cap = task
+    torch.set_num_threads(1)
+    (ids, y), valid, (test_ids, test_y) = parts
+    pick = label_subset(len(ids), labels, seed)
+    train = ([ids[i] for i in pick], y[pick])
+    epochs = min(epochs_cap, curve_epochs(len(pick)))
+    bert = build_bert(ck.model.config, seed=seed) if network == "scratch" else copy_bert(ck.model)
+    torch.manual_seed(seed)
+    model = BertClassifier(bert, classes=2, pooling=CURVE_RECIPE.pooling)
+    result = fine_tune_classifier(model, train, valid, replace(CURVE_RECIPE.tune, seed=seed, epochs=epochs))
+    prob = fresh_probabilities(model, test_ids)
+    return {"network": network, "labels": labels, "seed": seed, "epochs": epochs,
+            "accuracy": float(((prob > 0.5).long() == test_y).float().mean()),
+            "auc": float(roc_auc_score(test_y.numpy(), prob.numpy())), "seconds": result.seconds}
+
+
+def copy_bert(pretrained: Bert) -> Bert:
+    bert = bert_from_config(asdict(pretrained.config))
+    bert.load_state_dict(pretrained.state_dict())
+    return bert
+
+
+def bow_point(words: list, labels: int | None, seed: int) -> float:
+    """Logistic regression on uni+bigrams (C tuned on the validation part) trained on the same subset."""
+    pick = label_subset(len(words[0].tokens), labels, seed)
+    train = cnn.Part([words[0].tokens[i] for i in pick], words[0].labels[pick])
+    return cnn.run_logreg([train, words[1], words[2]])["accuracy"]
+
+
+def paired(a: list[float], b: list[float]) -> dict:
+    """The mean of the paired differences a - b and its 95% t interval."""
+    d = [x - y for x, y in zip(a, b, strict=True)]
+    half = scipy.stats.t.ppf(0.975, len(d) - 1) * statistics.stdev(d) / math.sqrt(len(d))
+    return {"diff_mean": statistics.fmean(d), "diff_ci95": [statistics.fmean(d) - half, statistics.fmean(d) + half]}
+
+
+def run_curve(ck, pieces, words, opts: Options, say) -> list[dict]:
+    """Every budget of ``opts.budgets`` on ``opts.curve_seeds`` label subsets, pretrained and scratch paired
+    subset by subset, with bag-of-words on the same subsets."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [(net, n, s, ck, pieces, opts.curve_epochs_cap) for n in opts.budgets
+            for s in range(opts.curve_seeds) for net in ("pretrained", "scratch")]
+    runs: dict[tuple, dict] = {}
+    with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
+        for r in pool.map(curve_run, todo):
+            runs[r["network"], r["labels"], r["seed"]] = r
+            say(f"  {r['network']:10s} {r['labels'] or 'all'!s:>5s} labels, seed {r['seed']}: accuracy "
+                f"{r['accuracy']:.4f}, AUC {r['auc']:.4f} ({r['epochs']} epochs, {r['seconds']:.0f} s)")
+    return [curve_point(runs, words, n, opts.curve_seeds) for n in opts.budgets]
+
+
+def curve_point(runs: dict, words: list, labels: int | None, seeds: int) -> dict:
+    get = {(net, key): [runs[net, labels, s][key] for s in range(seeds)]
+           for net in ("pretrained", "scratch") for key in ("accuracy", "auc")}
+    return {"labels": labels if labels is not None else len(words[0].tokens), "all": labels is None,
+            "epochs": runs["pretrained", labels, 0]["epochs"],
+            "pretrained": get["pretrained", "accuracy"], "scratch": get["scratch", "accuracy"],
+            "pretrained_auc": get["pretrained", "auc"], "scratch_auc": get["scratch", "auc"],
+            "bow": [bow_point(words, labels, s) for s in range(seeds)],
+            **paired(get["pretrained", "accuracy"], get["scratch", "accuracy"]),
+            "auc": paired(get["pretrained", "auc"], get["scratch", "auc"])}
+
+
 # ------------------------------------------------------------------ distributed pretraining
 
 
@@ -214,6 +329,8 @@ def main(argv: list[str] | None = None) -> dict:
     ck = nlpcourse.load_checkpoint(checkpoint, build=bert_from_config)
     pieces, words = review_parts(WordPieces.from_json(ck.extra["tokenizer"]), opts.stride, opts.max_len)
     say(f"seeded split: train {len(words[0].tokens)}, val {len(words[1].tokens)}, test {len(words[2].tokens)}")
+    if opts.curve:
+        return curve_main(ck, pieces, words, opts, json_path, checkpoint, say)
     baselines = run_baselines(words, opts, say)
     recipes = run_recipes(ck, pieces, opts, say)
     report = summarise(recipes, baselines, ck, opts, threads, checkpoint)
@@ -221,6 +338,25 @@ def main(argv: list[str] | None = None) -> dict:
     report["ddp"] = run_ddp(ck, opts, tiny, say)
     write_json(json_path, report)
     print_table(report)
+    return report
+
+
+def curve_main(ck, pieces, words, opts: Options, json_path: Path | None, checkpoint: Path, say) -> dict:
+    """The curve alone, written into the JSON file beside the results already there."""
+    curve = run_curve(ck, pieces, words, opts, say)
+    report = json.loads(json_path.read_text()) if json_path is not None and json_path.exists() else {}
+    report["curve"] = curve
+    report["curve_setup"] = {
+        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
+        "recipe": asdict(CURVE_RECIPE), "seeds": opts.curve_seeds, "steps_per_budget": CURVE_STEPS,
+        "epochs_cap": opts.curve_epochs_cap, "stride": opts.stride, "subsets": "label_subset(n, labels, seed)",
+        "threads_per_run": 1, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
+    write_json(json_path, report)
+    print(f"\n{'labels':>6s} {'pretrained':>10s} {'scratch':>8s} {'bow':>6s}  pretrained - scratch [95%]")
+    for c in curve:
+        lo, hi = c["diff_ci95"]
+        print(f"{c['labels']:6d} {statistics.fmean(c['pretrained']):10.4f} {statistics.fmean(c['scratch']):8.4f} "
+              f"{statistics.fmean(c['bow']):6.4f}  {c['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
     return report
 
 
@@ -269,11 +405,18 @@ def parse(argv: list[str] | None):
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     p.add_argument("--tiny", action="store_true", help="a smoke run: 1/32 of the snippets, one seed and "
                    "epoch, the CNNs' word vectors from 20,000 words of Brown, a tiny distributed run")
+    p.add_argument("--curve", action="store_true", help="only the label-efficiency curve (pretrained against "
+                   "scratch and bag-of-words on 100 to all labels), added to the JSON file's other results")
+    p.add_argument("--curve-seeds", type=int, default=5, help="label subsets per budget (default 5)")
+    p.add_argument("--jobs", type=int, default=1, help="curve runs at once, one thread each (default 1)")
     a = p.parse_args(argv)
-    opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device)
+    if a.curve_seeds < 2:
+        p.error("--curve-seeds must be at least 2 (the curve's intervals are paired over seeds)")
+    opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device, curve=a.curve,
+                   curve_seeds=a.curve_seeds, jobs=max(1, a.jobs))
     if a.tiny:
         opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
-                       w2v_epochs=1)
+                       w2v_epochs=1, budgets=(20, None), curve_epochs_cap=1)
     return opts, a.json, a.checkpoint, a.threads, a.tiny
 
 

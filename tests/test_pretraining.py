@@ -92,6 +92,16 @@ def test_committed_elmo_loads_with_its_vocabulary_and_learnt_the_brown_corpus():
 
 
 @pytest.mark.slow
+def benchmark_module():
+    """``benchmarks/pretraining.py`` imported as a module."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import pretraining
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return pretraining
+
+
 def test_benchmark_tiny_writes_every_system_recipe_and_the_distributed_runs(tmp_path):
     out = tmp_path / "pretraining.json"
     proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--tiny", "--threads", "1", "--json",
@@ -107,14 +117,40 @@ def test_benchmark_tiny_writes_every_system_recipe_and_the_distributed_runs(tmp_
     assert ddp["pieces_per_s_1proc"] > 0 and ddp["pieces_per_s_2proc"] > 0
 
 
+def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(tmp_path):
+    """``--curve`` adds one entry per label budget to the JSON file's other results: per-seed accuracies of
+    both networks and bag-of-words on the same subsets, and the paired difference's interval."""
+    out = tmp_path / "pretraining.json"
+    out.write_text(json.dumps({"systems": {"kept": 1}}))
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--curve", "--tiny", "--curve-seeds", "2",
+                           "--jobs", "2", "--threads", "1", "--json", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["systems"] == {"kept": 1} and report["curve_setup"]["seeds"] == 2
+    curve = report["curve"]
+    assert [c["all"] for c in curve] == [False, True] and curve[0]["labels"] == 20 < curve[1]["labels"]
+    for c in curve:
+        assert all(len(c[k]) == 2 for k in ("pretrained", "scratch", "bow", "pretrained_auc", "scratch_auc"))
+        d = [a - b for a, b in zip(c["pretrained"], c["scratch"])]
+        assert c["diff_mean"] == pytest.approx(sum(d) / 2)
+        lo, hi = c["diff_ci95"]
+        assert lo <= c["diff_mean"] <= hi and (lo < hi or d[0] == d[1])
+
+
+def test_curve_label_subsets_are_nested_and_seeded():
+    pretraining = benchmark_module()
+    small, large = pretraining.label_subset(500, 30, seed=3), pretraining.label_subset(500, 100, seed=3)
+    assert large[:30] == small and len(set(large)) == 100 and small == pretraining.label_subset(500, 30, seed=3)
+    assert small != pretraining.label_subset(500, 30, seed=4)
+    assert sorted(pretraining.label_subset(500, None, seed=3)) == list(range(500))
+    assert [pretraining.curve_epochs(n) for n in (100, 300, 1000, 3000, 10_255)] == [20, 20, 10, 4, 3]
+
+
 def test_fine_tuning_reads_the_same_split_as_the_cnn_benchmark(bert_ck):
     """The benchmark's classifier sees [CLS] pieces [SEP] of the CNN chapter's split, nothing of the test part
     in training."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import pretraining
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    pretraining = benchmark_module()
     pieces, words = pretraining.review_parts(WordPieces.from_json(bert_ck.extra["tokenizer"]), 8, 64)
     assert [len(p[0]) for p in pieces] == [len(w.tokens) for w in words]
     assert all(x[0] == CLS_ID and x[-1] == SEP_ID and len(x) <= 64 for id_lists, _ in pieces for x in id_lists)
