@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,34 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+CHROMIUM = Path(os.environ.get("NLPCOURSE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium through Playwright, one per test process: Playwright's sync API keeps its event loop
+    running while it is open, so a second ``sync_playwright()`` in the same process fails. Without Chromium or
+    the playwright package the browser tests skip, unless CI is set (then they fail); Playwright's own
+    browser download is never used."""
+    in_ci = os.environ.get("CI", "").strip() not in ("", "0", "false", "no")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if in_ci:
+            pytest.fail("the playwright package is not installed (pip install -e '.[test]')")
+        pytest.skip("the playwright package is not installed")
+    if not CHROMIUM.is_file():
+        message = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
+        if in_ci:
+            pytest.fail(message + "; CI requires it")
+        pytest.skip(message)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

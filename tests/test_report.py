@@ -376,31 +376,6 @@ def test_render_html_without_results_is_a_page():
 
 # ------------------------------------------------------------------ in Chromium
 
-CHROMIUM = Path(os.environ.get("NLPCOURSE_CHROMIUM", "/usr/bin/chromium"))
-
-
-@pytest.fixture
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("the playwright package is not installed (pip install -e '.[test]')")
-        pytest.skip("the playwright package is not installed")
-    if not CHROMIUM.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"no Chromium at {CHROMIUM}; CI requires it")
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 def test_the_page_in_chromium_requests_nothing_and_shows_the_histogram(browser, course, tmp_path):
     """The report served on 127.0.0.1: every request but the page's own is recorded and aborted (a local file
     beside it would count too), the histogram is drawn, a part's row is there, the console is quiet."""

@@ -1,8 +1,8 @@
 """Browser test of the built website (_build/html), fully offline.
 
 Serves _build/html on 127.0.0.1 and opens every page in Debian's Chromium through
-Playwright. Every request that does not go to the local server is aborted and
-reported, so a pass proves the site needs no network: math is typeset by the
+Playwright (the session's `browser`, tests/conftest.py). Every request that does not go
+to the local server is aborted and reported, so a pass proves the site needs no network: math is typeset by the
 vendored MathJax, widgets are rendered by the vendored ipywidgets HTML manager, and
 every image, script, style sheet and font comes from the site itself.
 
@@ -26,15 +26,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
-CHROMIUM = Path(os.environ.get("NLPCOURSE_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 HOST = "127.0.0.1"
 TIMEOUT_MS = 15_000
 
@@ -110,28 +101,6 @@ def base_url(site_root: Path):
     finally:
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    in_ci = _require_env("CI")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if in_ci:
-            pytest.fail("the playwright package is not installed (pip install -e '.[test]')")
-        pytest.skip("the playwright package is not installed")
-    if not CHROMIUM.is_file():
-        message = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
-        if in_ci:
-            pytest.fail(message + "; CI requires it")
-        pytest.skip(message)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 class PageRecorder:
