@@ -55,7 +55,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import cnn  # benchmarks/cnn.py: the same baselines on the same split
-import scipy.stats
 import torch
 from sklearn.metrics import roc_auc_score
 
@@ -246,13 +245,6 @@ def bow_point(words: list, labels: int | None, seed: int) -> float:
     return cnn.run_logreg([train, words[1], words[2]])["accuracy"]
 
 
-def paired(a: list[float], b: list[float]) -> dict:
-    """The mean of the paired differences a - b and its 95% t interval."""
-    d = [x - y for x, y in zip(a, b, strict=True)]
-    half = scipy.stats.t.ppf(0.975, len(d) - 1) * statistics.stdev(d) / math.sqrt(len(d))
-    return {"diff_mean": statistics.fmean(d), "diff_ci95": [statistics.fmean(d) - half, statistics.fmean(d) + half]}
-
-
 def run_curve(ck, pieces, words, opts: Options, say) -> list[dict]:
     """Every budget of ``opts.budgets`` on ``opts.curve_seeds`` label subsets, pretrained and scratch paired
     subset by subset, with bag-of-words on the same subsets."""
@@ -277,8 +269,8 @@ def curve_point(runs: dict, words: list, labels: int | None, seeds: int) -> dict
             "pretrained": get["pretrained", "accuracy"], "scratch": get["scratch", "accuracy"],
             "pretrained_auc": get["pretrained", "auc"], "scratch_auc": get["scratch", "auc"],
             "bow": [bow_point(words, labels, s) for s in range(seeds)],
-            **paired(get["pretrained", "accuracy"], get["scratch", "accuracy"]),
-            "auc": paired(get["pretrained", "auc"], get["scratch", "auc"])}
+            **cnn.paired(get["pretrained", "accuracy"], get["scratch", "accuracy"]),
+            "auc": cnn.paired(get["pretrained", "auc"], get["scratch", "auc"])}
 
 
 # ------------------------------------------------------------------ distributed pretraining
