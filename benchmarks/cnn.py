@@ -101,7 +101,6 @@ BOW_BASELINES = ("logreg", "nbsvm")
 #: The ablations of CNN-rand (``--ablations``): name -> what differs from Kim's settings (KimCNNConfig fields).
 ABLATIONS = {"kim": {}, "no_dropout": {"dropout": 0.0}, "mean_pooling": {"pooling": "mean"},
              "kmax_2": {"pooling": "kmax", "k": 2}}
-#: Student's t quantile for a two-sided 95% interval, by degrees of freedom (seeds - 1).
 
 
 def paired(a: Sequence[float], b: Sequence[float]) -> dict:

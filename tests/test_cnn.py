@@ -5,7 +5,6 @@ Everything is seeded; the CUDA variants are marked ``gpu`` (skipped where there 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from benchmark_support import load_benchmark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
@@ -465,16 +465,8 @@ def test_sentence_explorer_classifies_and_redraws():
         sentence_explorer(model, vocab, str.split, "w1", labels=("a", "b", "c"))
 
 
-def load_benchmark():
-    spec = importlib.util.spec_from_file_location("cnn_benchmark", ROOT / "benchmarks" / "cnn.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_nb_ratio_is_the_smoothed_log_count_ratio_of_wang_and_manning():
-    bench = load_benchmark()
+    bench = load_benchmark("cnn")
     X = sparse.csr_matrix(np.array([[1, 0, 1], [1, 1, 0], [0, 1, 0]]))  # rows: pos, pos, neg
     r = bench.nb_ratio(X, np.array([1, 1, 0]), alpha=1.0)
     p, q = np.array([3, 2, 2]), np.array([1, 2, 1])  # counts + 1
@@ -482,7 +474,7 @@ def test_nb_ratio_is_the_smoothed_log_count_ratio_of_wang_and_manning():
 
 
 def test_nbsvm_without_interpolation_is_a_linear_svm_on_the_scaled_features():
-    bench = load_benchmark()
+    bench = load_benchmark("cnn")
     rng = np.random.default_rng(0)
     X = sparse.csr_matrix((rng.random((60, 12)) < 0.3).astype(float))
     y = (np.asarray(X[:, :3].sum(1)).ravel() > 0.5).astype(int)

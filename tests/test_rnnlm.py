@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import scipy.stats
 import torch
 import torch.nn.functional as F
+from benchmark_support import load_benchmark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -33,6 +36,7 @@ from nlpcourse.models.rnnlm import (
     fit_lm,
     generate,
     lm_perplexity,
+    perplexity_of,
     rnnlm_from_config,
     stream_log_probs,
 )
@@ -209,6 +213,38 @@ def test_ffnn_lm_windows_scores_and_training():
     assert hist.valid_ppl[-1] < 1.1
 
 
+
+def _score_after_training(train_fn, score) -> tuple[list[float], int | None, float]:
+    """Train on 0 1 2 3 ... and validate on the stream reversed: the better the model learns the
+    training pattern, the worse its validation, so an earlier epoch is the best one."""
+    up = torch.arange(6).repeat(200) % V
+    down = up.flip(0)
+    hist = train_fn(up[:1000], down[:300], down[300:310])
+    return hist.valid_ppl, hist.best_epoch, score(down[:300], down[300:310])
+
+
+def test_keep_best_ends_with_the_best_validation_weights():
+    m = tiny("lstm", layers=1, tie_weights=False)
+    cfg = LMTrainConfig(batch_size=4, bptt=10, epochs=4, lr=0.03, eval_tokens=None, keep_best=True)
+    curve, best, final = _score_after_training(
+        lambda tr, va, ctx: fit_lm(m, tr, va, cfg, valid_context=ctx), lambda va, ctx: lm_perplexity(m, va, ctx))
+    assert best == curve.index(min(curve)) < len(curve) - 1  # the last epoch was not the best ...
+    assert final == pytest.approx(min(curve))  # ... and the model ends with the best one's weights
+    f = FFNNLM(FFNNLMConfig(vocab_size=V, context=3, embed_dim=4, hidden_dim=8, dropout=0.0))
+    curve, best, final = _score_after_training(
+        lambda tr, va, ctx: fit_ffnn(f, tr, va, ctx, epochs=4, batch_size=32, lr=0.02, keep_best=True),
+        lambda va, ctx: perplexity_of(ffnn_log_probs(f, va, ctx)))
+    assert best == curve.index(min(curve)) < len(curve) - 1
+    assert final == pytest.approx(min(curve))
+
+
+def test_gated_cells_start_remembering():
+    for cell in ("lstm", "gru"):
+        m = tiny(cell, layers=1)
+        H = m.config.hidden_dim
+        assert torch.equal(m.rnn.bias_ih_l0[H:2 * H], torch.ones(H)), cell  # LSTM's f, GRU's z
+
+
 # ------------------------------------------------------------------ the cells written out
 
 
@@ -275,15 +311,52 @@ def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path):
 @pytest.mark.slow
 def test_benchmark_tiny_writes_every_system(tmp_path):
     out = tmp_path / "rnnlm.json"
-    proc = _run("benchmarks/rnnlm.py", "--tiny", "--threads", "1", "--json", str(out))
+    proc = _run("benchmarks/rnnlm.py", "--tiny", "--seeds", "2", "--jobs", "2", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert set(report["systems"]) == {"unigram", "kn3", "kn5", "ffnn", "elman", "gru", "lstm"}
-    for name, result in report["systems"].items():
+    systems = report["systems"]
+    assert set(systems) == {"unigram", "kn3", "kn5", "ffnn", "elman", "gru", "lstm", "lstm_long"}
+    for name, result in systems.items():
         assert {"test_ppl", "valid_ppl", "wall_s"} <= set(result), name
-    assert report["systems"]["kn5"]["test_ppl"] < report["systems"]["lstm"]["test_ppl"]  # 20 windows of training
+    neural = [systems[n] for n in ("ffnn", "elman", "gru", "lstm")]  # one budget; lstm_long has its own
+    assert len({r["cpu_budget_s"] for r in neural}) == 1  # one budget for all
+    assert systems["lstm_long"]["cpu_budget_s"] == 2 * neural[0]["cpu_budget_s"]
+    for r in neural:
+        assert r["seeds"] == len(r["runs"]) == 2 and [x["seed"] for x in r["runs"]] == [0, 1]
+        assert r["runs"][0]["test_ppl"] != r["runs"][1]["test_ppl"]  # the seed changes the run
+        assert r["test_ppl"] == pytest.approx(sum(x["test_ppl"] for x in r["runs"]) / 2)
+        assert r["test_ppl_std"] > 0 and r["test_ppl_ci95"][0] < r["test_ppl"] < r["test_ppl_ci95"][1]
+        for x in r["runs"]:  # early stopping: the kept weights are the best evaluation's
+            assert x["valid_ppl"] == pytest.approx(min(x["valid_ppl_per_epoch"]), rel=1e-6)
+            assert 0 < x["mix_kn5"]["weight"] < 1
+            assert x["mix_kn5"]["valid_ppl"] <= min(x["valid_ppl"], systems["kn5"]["valid_ppl"]) + 1e-6
+    ranked = [row["system"] for row in report["ranking"]]
+    assert sorted(ranked) == sorted(systems) and ranked[-1] == "unigram"
+    assert [systems[n]["test_ppl"] for n in ranked] == sorted(systems[n]["test_ppl"] for n in ranked)
+    assert systems["kn5"]["test_ppl"] < systems["lstm"]["test_ppl"]  # 20 windows of training
     assert report["speed"]["nn_lstm_tokens_per_s"] > 0 and report["speed"]["loop_gru_tokens_per_s"] > 0
-    assert "lstm_over_kn5" in report["targets"]
+    assert "lstm_over_kn5" in report["targets"] and "lstm - kn5" in report["pairs"]
+
+
+def test_ranking_calls_a_difference_inside_the_noise_a_tie():
+    bench = load_benchmark("rnnlm")
+    systems = {"a": {"test_ppl": 100.0, "runs": [{"test_ppl": x} for x in (99.0, 100.0, 101.0)]},
+               "b": {"test_ppl": 100.5, "runs": [{"test_ppl": x} for x in (99.0, 101.0, 101.5)]},
+               "c": {"test_ppl": 150.0}, "d": {"test_ppl": 150.5}}  # n-gram models: one value each
+    rows = bench.ranking(systems)
+    assert [r["system"] for r in rows] == ["a", "b", "c", "d"]
+    assert rows[0]["tie_with_next"] and not rows[1]["tie_with_next"]
+    assert rows[1]["diff_to_next"] == pytest.approx(-49.5) and "next" not in rows[3]
+    assert rows[2]["diff_ci95"] == pytest.approx([-0.5, -0.5]) and not rows[2]["tie_with_next"]  # exact
+    systems = {"lstm": systems["a"], "gru": systems["b"], "kn5": systems["c"]}
+    got = bench.pairs(systems)
+    assert set(got) == {"gru - lstm", "gru - kn5", "lstm - kn5"}  # in the order of NEURAL, kn5 last
+    assert got["gru - lstm"]["tie"] and not got["lstm - kn5"]["tie"]
+    assert got["lstm - kn5"]["diff"] == pytest.approx(-50.0)
+    # b against a constant: the one-sample t interval of b's mean
+    half = scipy.stats.t.ppf(0.975, 2) * statistics.stdev([99.0, 101.0, 101.5]) / 3 ** 0.5
+    assert rows[1]["diff_ci95"] == pytest.approx([-49.5 - half, -49.5 + half])
+    assert bench.mean_ci95([1.0, 2.0, 3.0]) == pytest.approx([2 - 4.302653 / 3 ** 0.5, 2 + 4.302653 / 3 ** 0.5])
 
 
 def test_benchmark_rejects_unknown_systems():

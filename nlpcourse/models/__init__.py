@@ -3,7 +3,8 @@
 ``bow_mlp``: the bag-of-words MLP text classifier of the chapter "Neural building blocks";
 ``cnn``: the Kim (2014) CNN sentence classifier of the chapter "CNN text classifiers";
 ``rnnlm`` (Elman / GRU / LSTM language models), ``ffnn_lm`` (Bengio et al.'s feed-forward LM) and
-``lstm_cells`` (the cells written out) of the chapter "RNN language models";
+``lstm_cells`` (the cells written out) and ``softmax`` (class-based and sampled softmax) of the chapter
+"RNN language models";
 ``seq2seq`` (the RNN encoder-decoder with or without attention) and ``tagger`` (the BiLSTM part-of-speech
 tagger) of the chapter "Sequence to sequence with attention".
 """

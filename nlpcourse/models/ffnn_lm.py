@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import ConfigError, NumericalError
-from ..train import Budget
-from .rnnlm import LMHistory, perplexity_of
+from ..train import Budget, EarlyStopping
+from .rnnlm import LMHistory, perplexity_of, restore_best
 
 
 @dataclass
@@ -87,34 +87,48 @@ def ffnn_log_probs(model: FFNNLM, ids: torch.Tensor, context: torch.Tensor, batc
 
 def fit_ffnn(model: FFNNLM, train: torch.Tensor, valid: torch.Tensor, valid_context: torch.Tensor,
              epochs: int = 1, batch_size: int = 256, lr: float = 2e-3, seed: int = 0,
-             max_seconds: float | None = None, max_cpu_seconds: float | None = None) -> LMHistory:
-    """Adam on shuffled (context, target) pairs of ``train``; validation perplexity after each epoch. Stops
-    after ``max_seconds`` of wall time or ``max_cpu_seconds`` of the process's CPU time (all threads)."""
-    device = next(model.parameters()).device
+             max_seconds: float | None = None, max_cpu_seconds: float | None = None,
+             keep_best: bool = False) -> LMHistory:
+    """Adam on shuffled (context, target) pairs of ``train``; validation perplexity after each epoch, the
+    learning rate halved when it did not improve (as :func:`~nlpcourse.models.rnnlm.fit_lm`). Stops after
+    ``max_seconds`` of wall time or ``max_cpu_seconds`` of the process's CPU time (all threads); with
+    ``keep_best`` ends with the weights of the best validation evaluation."""
     ctx, tgt = context_windows(train, model.config.context)  # (N-K,K), (N-K,)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen, hist = torch.Generator().manual_seed(seed), LMHistory()
-    budget = Budget(max_seconds, max_cpu_seconds)
+    budget, best = Budget(max_seconds, max_cpu_seconds), EarlyStopping("min", keep_best_state=keep_best)
     for _ in range(epochs):
-        model.train()
         order = torch.randperm(len(tgt), generator=gen)
-        total = 0.0
-        for j, i in enumerate(range(0, len(order), batch_size)):
-            rows = order[i:i + batch_size]
-            loss = F.cross_entropy(model(ctx[rows].to(device)), tgt[rows].to(device))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item()
-            hist.tokens += len(rows)
-            if not math.isfinite(total):
-                raise NumericalError(f"fit_ffnn: the loss became {loss.item()} at batch {j}")
-            if budget.spent():
-                break
+        hist.train_loss.append(_ffnn_epoch(model, opt, ctx, tgt, order, batch_size, budget, hist))
         hist.steps.append(hist.tokens)
-        hist.train_loss.append(total / (j + 1))
         hist.valid_ppl.append(perplexity_of(ffnn_log_probs(model, valid, valid_context)))
+        best.update(hist.valid_ppl[-1], model)
+        if best.best_epoch != len(hist.valid_ppl) - 1:  # no better than an earlier epoch: smaller steps
+            for group in opt.param_groups:
+                group["lr"] /= 2
         if budget.spent():
             break
     hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
+    restore_best(model, best, hist)
     return hist
+
+
+def _ffnn_epoch(model: FFNNLM, opt: torch.optim.Optimizer, ctx: torch.Tensor, tgt: torch.Tensor,
+                order: torch.Tensor, batch_size: int, budget: Budget, hist: LMHistory) -> float:
+    """One pass over the (context, target) pairs in ``order`` (or until ``budget`` is spent); mean loss."""
+    device = next(model.parameters()).device
+    model.train()
+    total = 0.0
+    for j, i in enumerate(range(0, len(order), batch_size)):
+        rows = order[i:i + batch_size]
+        loss = F.cross_entropy(model(ctx[rows].to(device)), tgt[rows].to(device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+        hist.tokens += len(rows)
+        if not math.isfinite(total):
+            raise NumericalError(f"fit_ffnn: the loss became {loss.item()} at batch {j}")
+        if budget.spent():
+            break
+    return total / (j + 1)

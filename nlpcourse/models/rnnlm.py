@@ -26,7 +26,7 @@ from torch import nn
 
 from ..data.batching import lm_batches
 from ..errors import ConfigError, NumericalError
-from ..train import Budget
+from ..train import Budget, EarlyStopping
 
 CELLS = ("elman", "gru", "lstm")
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -80,12 +80,13 @@ class RNNLM(nn.Module):
     def _init_weights(self) -> None:
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
         nn.init.zeros_(self.out.bias)
-        if self.config.cell == "lstm":  # forget-gate bias 1 (Jozefowicz et al., 2015): remember by default
+        if self.config.cell in ("lstm", "gru"):  # remember by default (Jozefowicz et al., 2015): the LSTM's
+            # forget gate f and the GRU's update gate z (h' = (1 - z) n + z h in PyTorch) start near 0.73
             for name, p in self.rnn.named_parameters():
                 if name.startswith("bias_ih"):
                     H = self.config.hidden_dim
                     with torch.no_grad():
-                        p[H:2 * H].fill_(1.0)  # gate order i, f, g, o
+                        p[H:2 * H].fill_(1.0)  # gate order i, f, g, o (LSTM); r, z, n (GRU)
 
     def init_state(self, batch_size: int, device: torch.device | str | None = None) -> State:
         """The zero state for ``batch_size`` streams."""
@@ -181,6 +182,7 @@ class LMTrainConfig:
     eval_tokens: int | None = 20_000  # validation tokens scored after each epoch (None: all)
     seed: int = 0  # order of nothing random but dropout: the streams are read in order
     log_every: int = 200  # windows between two entries of the training curve
+    keep_best: bool = False  # end with the weights of the best validation evaluation (early stopping)
 
 
 @dataclass
@@ -193,6 +195,7 @@ class LMHistory:
     tokens: int = 0  # training tokens seen
     seconds: float = 0.0  # wall time of training (evaluation included)
     cpu_seconds: float = 0.0  # CPU time of the process (all threads) in the same span
+    best_epoch: int | None = None  # 0-based epoch of the lowest validation perplexity
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -225,6 +228,7 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
     halve the learning rate when validation perplexity did not improve."""
     device = next(model.parameters()).device
     opt, hist, budget = _make_optimizer(model, cfg), LMHistory(), Budget(cfg.max_seconds, cfg.max_cpu_seconds)
+    best = EarlyStopping("min", keep_best_state=cfg.keep_best)
     torch.manual_seed(cfg.seed)
     step, since, total = 0, 0, 0.0
     for _ in range(cfg.epochs):
@@ -244,10 +248,19 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
             if _out_of_budget(cfg, step, budget):
                 break
         _end_epoch(model, opt, valid, valid_context, cfg, hist)
+        best.update(hist.valid_ppl[-1], model)
         if _out_of_budget(cfg, step, budget):
             break
     hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
+    restore_best(model, best, hist)
     return hist
+
+
+def restore_best(model: nn.Module, best: EarlyStopping, hist: LMHistory) -> None:
+    """Load the weights of the best validation evaluation, if ``best`` kept them, and note its epoch."""
+    hist.best_epoch = best.best_epoch
+    if best.best_state is not None:
+        model.load_state_dict(best.best_state)
 
 
 def _out_of_budget(cfg: LMTrainConfig, step: int, budget: Budget) -> bool:
