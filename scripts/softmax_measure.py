@@ -46,7 +46,6 @@ from nlpcourse.models.softmax import (
     SampledSoftmax,
     expected_rows,
     frequency_classes,
-    unigram_proposal,
 )
 from nlpcourse.report import write_json
 
@@ -99,7 +98,8 @@ def make_heads(s: Settings, counts: torch.Tensor) -> dict[str, nn.Module]:
     """Every output layer measured, freshly initialised from ``s.seed``."""
     V = len(counts)
     classes = frequency_classes(counts, s.n_classes, s.class_power)
-    log_q = unigram_proposal(counts, s.proposal_power)
+    q = counts.double() ** s.proposal_power  # (V,) every count >= 1: every word drawable
+    log_q = (q / q.sum()).log().float()  # (V,) log Q
     torch.manual_seed(s.seed)
     heads = {"full": FullSoftmax(s.hidden, V), "class": ClassSoftmax(s.hidden, classes)}
     for k in s.ks:

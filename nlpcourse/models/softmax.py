@@ -25,7 +25,8 @@ negatives.
     h        (N,H)     the LM's top hidden states (any leading shape (...,H) is flattened)
     targets  (N,)      the next tokens' ids
     classes  (V,)      c(w), in [0, C)
-    log_q    (V,)      log Q(w), the proposal of the sampled softmax
+    log_q    (V,)      log Q(w), the proposal of the sampled softmax (the caller's: e.g. the unigram
+                       distribution raised to 0.75, every word drawable)
 """
 from __future__ import annotations
 
@@ -173,31 +174,12 @@ class ClassSoftmax(nn.Module):
 # ------------------------------------------------------------------ sampled softmax
 
 
-def unigram_proposal(counts: torch.Tensor, power: float = 0.75) -> torch.Tensor:
-    """log Q(w) for Q proportional to count(w) ** ``power`` (0.75: word2vec's flattened unigram; 1: the
-    unigram; 0: uniform). Every word must have a count > 0: the estimate of Z is unbiased only when Q can
-    draw every word. Returns (V,) float32."""
-    _check_counts(counts, "unigram_proposal")
-    if bool((counts == 0).any()):
-        raise ConfigError("unigram_proposal: every count must be > 0 (Q must be able to draw every word); "
-                          f"{int((counts == 0).sum())} are 0: add one to the counts")
-    logits = power * counts.double().log()  # (V,)
-    return (logits - torch.logsumexp(logits, 0)).float()
-
-
 def _check_proposal(log_q: torch.Tensor, V: int) -> None:
     if log_q.shape != (V,):
         raise ShapeError(f"sampled softmax: log_q must be (V={V},), got {tuple(log_q.shape)}")
     total = torch.logsumexp(log_q.double(), 0).item()
     if not abs(total) < 1e-4:
         raise ConfigError(f"sampled softmax: exp(log_q) must sum to 1, it sums to {math.exp(total):.6g}")
-
-
-def draw_negatives(log_q: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """k word ids drawn from Q independently (with replacement): (k,) long."""
-    if k < 1:
-        raise ConfigError(f"draw_negatives: k must be >= 1, got {k}")
-    return torch.multinomial(log_q.exp(), k, replacement=True, generator=generator)
 
 
 def _check_sampled(h: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None, targets: torch.Tensor) -> None:
@@ -227,8 +209,10 @@ def sampled_softmax_loss(h: torch.Tensor, W: torch.Tensor, b: torch.Tensor | Non
     """
     _check_sampled(h, W, b, targets)
     _check_proposal(log_q, W.shape[0])
-    if negatives is None:
-        negatives = draw_negatives(log_q, k, generator)
+    if k < 1:
+        raise ConfigError(f"sampled_softmax_loss: k must be >= 1, got {k}")
+    if negatives is None:  # k ids drawn from Q independently (with replacement)
+        negatives = torch.multinomial(log_q.exp(), k, replacement=True, generator=generator)
     if negatives.shape != (k,):
         raise ShapeError(f"sampled_softmax_loss: negatives must be (k={k},), got {tuple(negatives.shape)}")
     x, y = h.reshape(-1, h.shape[-1]), targets.reshape(-1)  # (N,H), (N,)
