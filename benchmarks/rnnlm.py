@@ -102,7 +102,7 @@ def run_ngram(name: str, corpus: LMCorpus) -> dict:
     return {"test_ppl": ppl["test"], "valid_ppl": ppl["valid"], "wall_s": round(time.perf_counter() - start, 1)}
 
 
-def run_rnn(name: str, seed: int, corpus: LMCorpus, opts: argparse.Namespace) -> tuple[nn.Module, dict]:
+def run_rnn(name: str, seed: int, corpus: LMCorpus, opts: argparse.Namespace) -> dict:
     cell = name.removesuffix("_long")
     cfg = RNNLMConfig(vocab_size=corpus.vocab_size, cell=cell, embed_dim=opts.hidden, hidden_dim=opts.hidden,
                       layers=2, dropout=DROPOUT)
@@ -114,7 +114,7 @@ def run_rnn(name: str, seed: int, corpus: LMCorpus, opts: argparse.Namespace) ->
     result = _scored(model, corpus, hist, stream_log_probs, tcfg.max_cpu_seconds, opts.max_chars)
     if name == opts.save_system and seed == 0 and opts.save_lstm is not None:
         save_lstm(opts.save_lstm, model, cfg, corpus, hist, result, opts.threads, name)
-    return model, result
+    return result
 
 
 def save_lstm(path: Path, model: nn.Module, cfg: RNNLMConfig, corpus: LMCorpus, hist: LMHistory, result: dict,
@@ -130,13 +130,13 @@ def save_lstm(path: Path, model: nn.Module, cfg: RNNLMConfig, corpus: LMCorpus, 
     write_json(path.with_suffix(".json"), report)
 
 
-def run_ffnn(seed: int, corpus: LMCorpus, opts: argparse.Namespace) -> tuple[nn.Module, dict]:
+def run_ffnn(seed: int, corpus: LMCorpus, opts: argparse.Namespace) -> dict:
     torch.manual_seed(seed)
     model = FFNNLM(FFNNLMConfig(vocab_size=corpus.vocab_size, context=4, embed_dim=128,
                                 hidden_dim=opts.hidden * 2)).to(opts.device)
     hist = fit_ffnn(model, corpus.train, corpus.valid, corpus.context_before("valid", CONTEXT),
                     epochs=opts.max_epochs, seed=seed, max_cpu_seconds=opts.cpu_minutes * 60, keep_best=True)
-    return model, _scored(model, corpus, hist, ffnn_log_probs, opts.cpu_minutes * 60, opts.max_chars)
+    return _scored(model, corpus, hist, ffnn_log_probs, opts.cpu_minutes * 60, opts.max_chars)
 
 
 def _scored(model: nn.Module, corpus: LMCorpus, hist: LMHistory, log_probs: Callable, budget_s: float,
@@ -172,7 +172,7 @@ def neural_run(task: tuple[str, int, argparse.Namespace]) -> dict:
     name, seed, opts = task
     torch.set_num_threads(opts.threads)
     corpus = lm_corpus("austen", "word", 10_000, opts.max_chars)
-    _, result = run_ffnn(seed, corpus, opts) if name == "ffnn" else run_rnn(name, seed, corpus, opts)
+    result = run_ffnn(seed, corpus, opts) if name == "ffnn" else run_rnn(name, seed, corpus, opts)
     return {"system": name, "seed": seed, **result}
 
 
@@ -232,14 +232,12 @@ def pairs(systems: dict) -> dict:
 def ranking(systems: dict) -> list[dict]:
     """Systems from the lowest test perplexity up, each with its difference to the next (a tie when the
     difference's interval holds 0)."""
-    def values(name: str) -> list[float]:
-        return _values(systems, name)
     names = sorted((n for n in systems if n != "lstm_checkpoint"), key=lambda n: systems[n]["test_ppl"])
     out = []
     for a, b in zip(names, names[1:] + [None]):
         row = {"system": a, "test_ppl": systems[a]["test_ppl"]}
         if b is not None:
-            w = welch(values(a), values(b))
+            w = welch(_values(systems, a), _values(systems, b))
             row |= {"next": b, "diff_to_next": w["diff"], "diff_ci95": w["diff_ci95"],
                     "tie_with_next": bool(not w["diff_ci95"][1] < 0)}
         out.append(row)
@@ -350,7 +348,7 @@ def record(report: dict, name: str, result: dict, opts: argparse.Namespace) -> N
 
 
 def merge(report: dict, earlier: dict) -> None:
-    """Add the systems (and speed) of an earlier run's report, each with the CPU budget it had."""
+    """Add the systems (and speed) of an earlier run's report; the targets, ranking and pairs follow."""
     for name, result in earlier["systems"].items():
         report["systems"][name] = result
     report["speed"] = report["speed"] or earlier.get("speed", {})
