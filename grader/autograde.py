@@ -116,7 +116,7 @@ def _limit_memory(nbytes: int) -> Callable[[], None]:
     parent = os.getpid()
 
     def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+        resource.setrlimit(resource.RLIMIT_DATA, (nbytes, nbytes))  # memory written, not reserved: see sandbox.py
         if _prctl is not None:
             _prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
             if os.getppid() != parent:  # the grader died before the line above
@@ -220,7 +220,7 @@ class Limits:
     workers: int = 2  # submissions graded at once, each by a worker process of its own
     cell_timeout: int = 60  # seconds a cell may run before its kernel is interrupted
     notebook_timeout: int = 900  # seconds a whole notebook may run before its worker is killed
-    memory_gib: float = 4.0  # address-space limit of each kernel
+    memory_gib: float = 4.0  # data-memory limit of each kernel (RLIMIT_DATA)
     interrupt_grace: float = 10.0  # seconds an interrupted cell has to stop before its kernel is stopped
 
     def check(self) -> None:

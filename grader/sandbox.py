@@ -12,7 +12,12 @@ The kernel is started under bubblewrap (``bwrap``) where it is available:
   work folder read-write; ``solutions/`` (reference implementations, source notebooks), ``.git``, the
   gradebook, every other submission, home folders and any other copy of the course on the machine
   are simply not there; ``/tmp`` is a fresh tmpfs;
-* ``prlimit --as``: an address-space limit, so a memory bomb fails inside the kernel.
+* ``prlimit --data``: a limit on the memory the kernel writes (``RLIMIT_DATA``: its private writable
+  mappings, which PyTorch's and numpy's CPU buffers are), so a memory bomb fails inside the kernel. Not
+  an address-space limit (``RLIMIT_AS``): PyTorch with CUDA reserves far more address space than it uses.
+  On an H200 with the course's first 4 GiB address-space limit, CUDA's start failed ("out of memory") in
+  every kernel, an 82 MB CPU tensor could not be allocated, and five of the seven solutions lost points
+  (``make gpu-check``, 2026-11-27).
 
 Without bwrap (macOS, a container without user namespaces) the kernel runs with the memory limit
 only, and :func:`sandbox_available` says so; the grader prints a warning.
@@ -80,7 +85,7 @@ def sandbox_prefix(workdir: Path, hide: list[Path], memory_bytes: int | None,
     folders read-write. ``hide`` is kept out even where it lies inside one of those (an empty tmpfs).
     ``as_pid_1``: the command is pid 1 of the sandbox's pid namespace, with no bubblewrap process beside it
     (the kernel nursery, which reaps its own children; see grader/zygote.py)."""
-    limit = ["prlimit", f"--as={memory_bytes}", "--"] if memory_bytes and shutil.which("prlimit") else []
+    limit = ["prlimit", f"--data={memory_bytes}", "--"] if memory_bytes and shutil.which("prlimit") else []
     if not sandbox_available():
         return limit
     args = ["bwrap"]
@@ -130,7 +135,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     workdir = Unicode("", help="the kernel's working folder, the only writable place").tag(config=True)
     hide = List(Unicode(), help="folders to hide from the kernel").tag(config=True)
-    memory_bytes = Int(0, help="address-space limit of the kernel (0: none)").tag(config=True)
+    memory_bytes = Int(0, help="data-memory limit of the kernel (0: none)").tag(config=True)
     extra_env = Dict(help="environment variables for the kernel").tag(config=True)
     sockets = Unicode("", help="folder of the kernel's IPC sockets").tag(config=True)
     nursery = Any(None, help="a grader.nursery.Nursery that forks the kernel (None: bwrap starts it)")

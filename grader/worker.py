@@ -61,7 +61,7 @@ class Job:
     seed: int  # seeds the hidden-test inputs: the same for a given course, assignment and student
     cell_timeout: int = 60  # seconds per cell before the kernel is interrupted
     interrupt_grace: float = 10.0  # seconds an interrupted cell has to stop before the kernel is stopped
-    memory_bytes: int = 4 * 2**30  # address-space limit of the kernel
+    memory_bytes: int = 4 * 2**30  # data-memory limit of the kernel (RLIMIT_DATA)
     hide: list[str] = field(default_factory=list)  # folders the kernel must not see
     note: str = ""  # remark carried into the message (e.g. "notebook was renamed from x.ipynb")
 

@@ -117,7 +117,7 @@ def run_kernel(request: dict) -> None:
     _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     os.setsid()
     if request.get("memory"):
-        resource.setrlimit(resource.RLIMIT_AS, (request["memory"], request["memory"]))
+        resource.setrlimit(resource.RLIMIT_DATA, (request["memory"], request["memory"]))  # see grader/sandbox.py
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])

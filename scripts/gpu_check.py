@@ -13,12 +13,19 @@ On a machine with CUDA it
    trained part, spread over the list) and checks that each still loses, on its CUDA cases alone, every
    test cell it is declared to lose;
 3. runs every ``gpu``-marked test (``pytest -m gpu``);
-4. writes the environment (device, driver, CUDA, PyTorch) and each result to ``--json`` and prints a table.
-The answer cells run in this process, without the sandbox: the course's own solutions only.
+4. runs ``grader autograde`` end to end on a batch (each assignment's solution and one planted bug) twice,
+   with the kernels' CUDA visible and hidden: the solutions must get full marks and the bugs less in both,
+   and with CUDA visible each submission must be judged on more cases (its CUDA cases) than without;
+5. times each chapter's main trainer on CUDA and on the CPU (``scripts/gpu_timing.py``);
+6. writes the environment (device, driver, CUDA, PyTorch) and each result to ``--json`` and prints a table.
+Steps 1 and 2 run the answer cells in this process, without the sandbox: the course's own solutions only.
+``--steps autograde,timings`` (say) reruns some steps and keeps the others' results from ``--json``'s file,
+each with the time it was measured: a lent GPU's minutes are few.
 
 Without CUDA it says so and runs a dry run of the same steps on the CPU: the parts but the trained one,
-one bug per assignment, and the CUDA tests collected, not run. ``tests/test_gpu_check.py`` runs that, so
-that the command works the day a GPU is lent. Exit status 0 when everything passed (and after a dry run).
+one bug per assignment, the CUDA tests collected, not run, one solution autograded, the trainers tiny.
+``tests/test_gpu_check.py`` runs that, so that the command works the day a GPU is lent. Exit status 0 when
+everything passed (and after a dry run).
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +55,8 @@ from grader.judging import judge_case, make_cases  # noqa: E402
 from grader.trial import solved_namespace, trained_part  # noqa: E402
 from nlpcourse.checking import run_case  # noqa: E402
 from nlpcourse.threads import use_threads  # noqa: E402
+from scripts.gpu_timing import table as timing_table  # noqa: E402
+from scripts.gpu_timing import time_trainers  # noqa: E402
 
 GPU_MARK = "pytest.mark.gpu"  # the test modules that hold it are the ones pytest is given (the others may import
 # what the GPU machine lacks: nbgrader, a browser)
@@ -131,6 +141,80 @@ def _check_assignment(assignment: str, threads: int, dry_run: bool, n_bugs: int)
             "seconds": round(time.monotonic() - start, 1)}
 
 
+def _batch(names: list[str], folder: Path, dry_run: bool) -> dict[str, str]:
+    """Hand in, in nbgrader's layout, each assignment's solution and one planted bug (the solution alone in a dry
+    run); returns student -> what the student must get: "full" marks or "less"."""
+    from grader.submissions import submission, with_bug, write  # the Jupyter stack: only this step needs it
+
+    expect = {}
+    for name in names:
+        a = load_assignment(name)
+        write(submission(name), folder / f"solution-{name}", name, a.notebook)
+        expect[f"solution-{name}"] = "full"
+        bugs, reference = load_bugs(a), load_reference(a)
+        for i in ([] if dry_run else _sample_bugs(bugs, reference.PARTS[trained_part(name)].test_cell, 1)):
+            write(with_bug(name, bugs[i]), folder / f"bug-{name}", name, a.notebook)
+            expect[f"bug-{name}"] = "less"
+    return expect
+
+
+def _autograde(names: list[str], folder: Path, course: Path, workers: int, cuda: bool) -> dict:
+    """One ``grader autograde`` of the batch, with the kernels' CUDA visible or hidden: its wall seconds and each
+    submission's status, score and worker seconds."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if not cuda:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # kept in the kernels' environment: cases on the CPU alone
+    cmd = [sys.executable, "-m", "grader.cli", "--course-dir", str(course), "autograde", *names, "--submissions",
+           str(folder), "--workers", str(workers)]
+    start = time.monotonic()
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    graded = {}
+    for path in sorted(course.glob("work/*/*/result.json")):
+        r = json.loads(path.read_text())
+        graded[r["student"]] = {**{k: r.get(k) for k in ("status", "score", "max_score", "seconds")},
+                                "cases": _cases_judged(r)}
+    out = {"exit": run.returncode, "seconds": round(seconds, 1), "graded": graded,
+           "per_minute": round(60 * len(graded) / seconds, 2)}
+    return out if run.returncode == 0 else {**out, "error": (run.stdout + run.stderr)[-2000:]}
+
+
+def _cases_judged(result: dict) -> int:
+    """How many hidden cases the judges ran on a submission ("name: 7/9 cases passed" in each cell's message):
+    with CUDA visible, more than with it hidden, since every case is drawn on the CPU and again on CUDA."""
+    messages = " ".join(c.get("message", "") for c in result.get("cells", {}).values())
+    return sum(int(n) for n in re.findall(r"\d+/(\d+) cases", messages))
+
+
+def _marks(graded: dict) -> str:
+    score, top = graded.get("score") or 0, graded.get("max_score") or 0
+    return "full" if graded.get("status") == "graded" and top > 0 and score == top else "less"
+
+
+def autograde_throughput(names: list[str], dry_run: bool, workers: int) -> dict:
+    """Step 4: ``grader autograde`` end to end (kernels, hidden cells, the judges) on one batch, with the kernels'
+    CUDA visible and then hidden; every solution must get full marks and every bug less, in both."""
+    start = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "submitted"
+            expect = _batch(names, folder, dry_run)
+            modes = ["cpu"] if dry_run else ["cuda", "cpu"]
+            runs = {m: _autograde(names, folder, Path(tmp) / f"course-{m}", workers, m == "cuda") for m in modes}
+    except Exception:  # noqa: BLE001 - reported in the table and the JSON
+        return {"ok": False, "error": traceback.format_exc()[-2000:], "seconds": round(time.monotonic() - start, 1)}
+    wrong = [f"{m}: {s} got {g['score']}/{g['max_score']} ({g['status']}), expected {expect.get(s)} marks"
+             for m, r in runs.items() for s, g in r["graded"].items() if _marks(g) != expect.get(s)]
+    wrong += [f"{m}: {s} not graded" for m, r in runs.items() for s in expect if s not in r["graded"]]
+    if len(runs) == 2:  # the CUDA cases were judged: more cases than with CUDA hidden
+        both = set(runs["cuda"]["graded"]) & set(runs["cpu"]["graded"])
+        wrong += [f"cuda: {s} judged {runs['cuda']['graded'][s]['cases']} cases, no more than with CUDA hidden "
+                  f"({runs['cpu']['graded'][s]['cases']}): its CUDA cases were not drawn" for s in sorted(both)
+                  if runs["cuda"]["graded"][s]["cases"] <= runs["cpu"]["graded"][s]["cases"]]
+    return {"ok": not wrong and all(r["exit"] == 0 for r in runs.values()), "submissions": len(expect),
+            "workers": workers, "runs": runs, "wrong": wrong, "seconds": round(time.monotonic() - start, 1)}
+
+
 def gpu_test_files() -> list[str]:
     """The test modules that hold a gpu-marked test."""
     files = sorted([*ROOT.glob("tests/test_*.py"), *ROOT.glob("solutions/*/test_*.py")])
@@ -195,7 +279,44 @@ def table(result: dict) -> str:
     else:
         lines.append(f"pytest -m gpu: exit {t['exit']}, {t.get('collected', '?')} collected "
                      f"{t.get('error', '')[-500:]}")
-    return "\n".join(lines)
+    return "\n".join(lines + _autograde_lines(result["autograde"]))
+
+
+def _autograde_lines(a: dict) -> list[str]:
+    if "runs" not in a:
+        return [f"grader autograde: error {a.get('error', '')[-800:]}"]
+    lines = [f"grader autograde, {a['submissions']} submissions, {a['workers']} workers: " + ", ".join(
+        f"kernels on {m}: {r['seconds']:.0f} s ({r['per_minute']:.1f} a minute)" for m, r in a["runs"].items())]
+    lines += [f"  {w}" for w in a["wrong"]]
+    return lines + [f"  {m}: {r['error'][-800:]}" for m, r in a["runs"].items() if r.get("error")]
+
+
+STEPS = ("assignments", "gpu_tests", "autograde", "timings")
+
+
+def run_steps(steps: list[str], names: list[str], dry_run: bool, args: argparse.Namespace) -> dict:
+    """The steps asked for: each one's result under its name, and when it was measured."""
+    out: dict = {}
+    if "assignments" in steps:
+        jobs = args.jobs or max(1, min(len(names), (os.cpu_count() or 2) // 2))
+        threads = max(1, (os.cpu_count() or 2) // jobs) if not dry_run else 1
+        work = [(n, threads, dry_run, 1 if dry_run else args.bugs) for n in names]
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            out["assignments"] = list(pool.map(check_assignment, work))
+    if "gpu_tests" in steps:
+        out["gpu_tests"] = gpu_tests(dry_run)
+    if "autograde" in steps:
+        workers = 1 if dry_run else args.workers or max(1, min(8, (os.cpu_count() or 2) // 2))
+        out["autograde"] = autograde_throughput(names[:1] if dry_run else names, dry_run, workers)
+    if "timings" in steps:
+        out["timings"] = time_trainers(["cpu"] if dry_run else ["cpu", "cuda"], dry_run)
+    out["measured"] = {step: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) for step in steps}
+    return out
+
+
+def passed(result: dict) -> bool:
+    return (all(r["ok"] for r in result["assignments"]) and result["gpu_tests"]["exit"] == 0
+            and result["autograde"]["ok"] and not any("error" in r for r in result["timings"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,25 +326,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--assignments", default=",".join(assignments()), help="comma-separated (default: all)")
     ap.add_argument("--bugs", type=int, default=3, help="planted bugs checked per assignment (default 3)")
     ap.add_argument("--jobs", type=int, default=None, help="assignments checked at once (default: cores // 2)")
+    ap.add_argument("--workers", type=int, default=None, help="grader autograde's workers (default: cores // 2, <= 8)")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help="comma-separated, of " + ", ".join(STEPS) + " (default: all); the others' results are "
+                    "kept from --json's file, each step with the time it was measured")
     args = ap.parse_args(argv)
+    steps = [s for s in args.steps.split(",") if s]
+    if set(steps) - set(STEPS):
+        ap.error(f"--steps: unknown {sorted(set(steps) - set(STEPS))}; the steps are {', '.join(STEPS)}")
     dry_run = args.dry_run or not torch.cuda.is_available()
     if not torch.cuda.is_available():
         print("gpu_check: no CUDA device here; a dry run of the same steps on the CPU follows", flush=True)
-    names = [n for n in args.assignments.split(",") if n]
-    jobs = args.jobs or max(1, min(len(names), (os.cpu_count() or 2) // 2))
-    threads = max(1, (os.cpu_count() or 2) // jobs) if not dry_run else 1
+    keep = args.json and not dry_run and set(steps) != set(STEPS) and args.json.exists()
+    result = json.loads(args.json.read_text()) if keep else {}
     start = time.monotonic()
-    work = [(n, threads, dry_run, 1 if dry_run else args.bugs) for n in names]
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        checked = list(pool.map(check_assignment, work))
-    result = {"dry_run": dry_run, "environment": environment(), "grader_seed": GRADER_SEED,
-              "assignments": checked, "gpu_tests": gpu_tests(dry_run)}
-    t = result["gpu_tests"]
-    result["ok"] = all(r["ok"] for r in checked) and t["exit"] == 0
-    result["seconds"] = round(time.monotonic() - start, 1)
+    new = run_steps(steps if keep else list(STEPS), [n for n in args.assignments.split(",") if n], dry_run, args)
+    result.update({"dry_run": dry_run, "environment": environment(), "grader_seed": GRADER_SEED, **new,
+                   "measured": {**result.get("measured", {}), **new["measured"]}})
+    result["ok"] = passed(result)
+    result["seconds"] = {**(result.get("seconds") if isinstance(result.get("seconds"), dict) else {}),
+                         "+".join(new["measured"]): round(time.monotonic() - start, 1)}
     print(table(result))
+    print(timing_table(result["timings"]))
     print(f"{'dry run' if dry_run else 'gpu check'}: {'everything passed' if result['ok'] else 'FAILURES above'}"
-          f" in {result['seconds']:.0f} s")
+          f" in {time.monotonic() - start:.0f} s")
     if args.json and dry_run and not args.dry_run:
         print(f"{args.json} is left as it is: it holds the last GPU machine's results, not a dry run's")
     elif args.json:

@@ -664,7 +664,7 @@ def test_kernel_that_stops_answering_costs_the_cell_timeout_not_the_notebook_tim
 
 
 def test_memory_bomb_gains_nothing(batch):
-    """The kernel's address space is limited: the bomb fails inside the kernel (graded, the genuine part 1
+    """The memory the kernel writes is limited: the bomb fails inside the kernel (graded, the genuine part 1
     keeps its 2 points), or the kernel dies (crashed, with a message that names the memory limit)."""
     r = result(batch, "memory-bomb")
     assert r["status"] in ("graded", "crashed"), r["message"]

@@ -64,7 +64,7 @@ def test_a_forked_kernel_runs_alone_in_namespaces_of_its_own(nursery, tmp_path):
 import os, resource, sys, json
 caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapPrm', 'CapBnd'))]
 print(json.dumps({"pid": os.getpid(), "torch": "torch" in sys.modules, "caps": caps,
-                  "as": resource.getrlimit(resource.RLIMIT_AS)[0], "cwd": os.getcwd(),
+                  "data": resource.getrlimit(resource.RLIMIT_DATA)[0], "cwd": os.getcwd(),
                   "env": sorted(os.environ),
                   "cmdline": open('/proc/self/cmdline', 'rb').read().split(b'\\0')[2].decode()}))
 """
@@ -72,7 +72,7 @@ print(json.dumps({"pid": os.getpid(), "torch": "torch" in sys.modules, "caps": c
     assert facts["pid"] == 1
     assert facts["torch"]
     assert set(facts["caps"]) == {"0000000000000000"}
-    assert facts["as"] == 2 * 2**30
+    assert facts["data"] == 2 * 2**30
     assert facts["cwd"] == str(nursery.slot / "kernel")
     assert "JPY_PARENT_PID" not in facts["env"] and "HOME" in facts["env"]
     assert set(kernel_env(tmp_path, {})) <= set(facts["env"])
@@ -113,7 +113,7 @@ print(read)
 import os, json, resource
 print(json.dumps([[os.path.exists(p) for p in ('/tmp/left-behind', '/dev/shm/left-behind', '../left-behind')],
     [p for p in os.listdir('/proc') if p.isdigit() and open(f'/proc/{p}/cmdline').read().startswith('sleep')],
-    len(os.sched_getaffinity(0)), resource.getrlimit(resource.RLIMIT_AS)[0]]))
+    len(os.sched_getaffinity(0)), resource.getrlimit(resource.RLIMIT_DATA)[0]]))
 """))
     assert seen == [[False, False, False], [], len(os.sched_getaffinity(0)), 2 * 2**30]
     assert nursery.alive()
