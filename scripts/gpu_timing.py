@@ -190,10 +190,10 @@ def _time_cnn(device: torch.device, dry_run: bool) -> tuple[str, dict]:
     from nlpcourse.models.cnn import CNNTrainSettings, KimCNN, KimCNNConfig, cnn_loss, labelled_batches, make_optimizer
 
     split = review_split(SEED)
-    train = split.train
-    ids = [row[:n].tolist() for row, n in zip(train.ids, train.lengths)]
+    part = split.train
+    ids = [row[:n].tolist() for row, n in zip(part.ids, part.lengths)]
     settings = CNNTrainSettings(seed=SEED)
-    batches = [(b.to(device), y.to(device)) for b, y in labelled_batches(ids, train.labels, settings.batch_size)]
+    batches = [(b.to(device), y.to(device)) for b, y in labelled_batches(ids, part.labels, settings.batch_size)]
     size = {"embed_dim": 16, "maps": 8} if dry_run else {}
     model = KimCNN(KimCNNConfig(vocab_size=len(split.vocab), **size)).to(device).train()
     opt = make_optimizer(model, settings)
