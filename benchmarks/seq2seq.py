@@ -29,8 +29,17 @@ against ``MostFrequentTag``; ``per_tag`` for the most frequent tags.
 Targets: ``attention_*`` at least +5 BLEU over ``rnn_*``; ``*_beam`` at least ``*_greedy``; each model within
 its budget.
 
+``--ablations`` (only this part; the other entries of ``--json`` are kept): the summary and the depth, each
+system on ``--seeds`` seeds (initialisation, dropout and batch order), one thread and ``--ablation-minutes``
+CPU-minutes a run, ``--jobs`` runs at once, greedy BLEU on the test part: ``rnn`` (no attention, the summary
+is the last states, as above) against ``rnn_mean`` (the mean of the encoder's states), and ``attention``
+against ``attention_2layers`` (two stacked GRU layers in the encoder and the decoder). ``"ablations": {NAME:
+{"bleu": [per seed], "chrf", "epochs", "best_valid_loss"}, "pairs": {"rnn_mean - rnn": {"diff": [per seed],
+"diff_mean", "diff_ci95"}, ...}, "setup"}``.
+
     python benchmarks/seq2seq.py --json benchmarks/results/seq2seq.json --save data/checkpoints  # ~20 min
     python benchmarks/seq2seq.py --tiny                                                         # seconds
+    OMP_WAIT_POLICY=PASSIVE python benchmarks/seq2seq.py --ablations --jobs 2 --json benchmarks/results/seq2seq.json
 
 ``--json FILE`` writes ``{"systems": {NAME: {"bleu", "chrf", "wall_s", ...}}, "tagger": {"accuracy",
 "baseline_accuracy", ...}, "targets": {...}, "setup": {...}}`` after every step.
@@ -38,11 +47,13 @@ its budget.
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import cnn  # benchmarks/cnn.py: the paired 95% t interval
 import torch
 
 import nlpcourse
@@ -74,6 +85,10 @@ from nlpcourse.train import save_checkpoint
 MODELS = {"rnn": "none", "attention": "general"}  # system prefix -> Seq2SeqConfig.attention
 ALPHAS = (0.0, 0.5, 1.0)
 BEAM = 5
+#: ``--ablations``: system -> its Seq2SeqConfig fields; and the pairs compared seed by seed (first - second).
+ABLATIONS = {"rnn": {"attention": "none"}, "rnn_mean": {"attention": "none", "summary": "mean"},
+             "attention": {"attention": "general"}, "attention_2layers": {"attention": "general", "layers": 2}}
+PAIRS = (("rnn_mean", "rnn"), ("attention_2layers", "attention"))
 LENGTH_BUCKETS = ((1, 8), (9, 12), (13, 16), (17, 20))  # source tokens
 
 
@@ -163,6 +178,43 @@ def run_tagger(opts: argparse.Namespace, say) -> dict:
                         for t, (a, n) in list(per_tag.items())[:15]}}
 
 
+def ablation_run(job: tuple[str, int, TranslationSplit, argparse.Namespace]) -> tuple[str, int, dict]:
+    """One system of ``ABLATIONS`` on one seed, one thread, within the ablation budget: its greedy test scores."""
+    name, seed, split, opts = job
+    torch.set_num_threads(1)
+    nlpcourse.seed_everything(seed)
+    cfg = Seq2SeqConfig(len(split.src_vocab), len(split.tgt_vocab), **opts.size, **ABLATIONS[name])
+    model = build_seq2seq(cfg, seed=seed, device=opts.device)
+    train_cfg = Seq2SeqTrainConfig(max_cpu_seconds=opts.ablation_minutes * 60, epochs=opts.max_epochs, seed=seed)
+    hist = fit_seq2seq(model, (split.source_ids("train"), split.target_ids("train")),
+                       (split.source_ids("valid"), split.target_ids("valid")), train_cfg)
+    s = mt_scores(translate(model, split, "test"), split.references("test"))
+    return name, seed, {"bleu": round(s.bleu, 2), "chrf": round(s.chrf, 2), "epochs": round(hist.epochs, 2),
+                        "best_valid_loss": round(min(hist.valid_loss), 4), "train_cpu_s": round(hist.cpu_seconds, 1)}
+
+
+def ablations(split: TranslationSplit, opts: argparse.Namespace, say) -> dict:
+    """Every system of ``ABLATIONS`` on ``opts.seeds`` seeds; each pair of ``PAIRS`` compared seed by seed."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [(name, seed, split, opts) for seed in range(opts.seeds) for name in ABLATIONS]
+    runs: dict[str, dict[int, dict]] = {name: {} for name in ABLATIONS}
+    with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
+        for name, seed, r in pool.map(ablation_run, todo):
+            runs[name][seed] = r
+            say(f"  {name}, seed {seed}: BLEU {r['bleu']:.2f}, {r['epochs']:.1f} epochs")
+    seeds = range(opts.seeds)
+    out: dict = {name: {k: [runs[name][s][k] for s in seeds] for k in runs[name][0]} for name in ABLATIONS}
+    out["pairs"] = {}
+    for a, b in PAIRS:
+        diff = [round(x - y, 2) for x, y in zip(out[a]["bleu"], out[b]["bleu"])]
+        out["pairs"][f"{a} - {b}"] = {"diff": diff} | cnn.paired(out[a]["bleu"], out[b]["bleu"])
+    out["setup"] = {"seeds": opts.seeds, "cpu_minutes_per_run": opts.ablation_minutes, "threads_per_run": 1,
+                    "changes": ABLATIONS, **opts.size, "decoding": "greedy, test part",
+                    "date": time.strftime("%Y-%m-%d")}
+    return out
+
+
 def targets(systems: dict, budget: float) -> dict:
     out = {}
     for method in ("greedy", "beam"):
@@ -187,6 +239,11 @@ def main(argv: list[str] | None = None) -> dict:
     split = translation_split()
     if opts.tiny:
         split.train, split.valid, split.test = split.train[:256], split.valid[:40], split.test[:40]
+    if opts.ablations:
+        report = json.loads(opts.json.read_text()) if opts.json and opts.json.exists() else {}
+        report["ablations"] = ablations(split, opts, print)
+        write_json(opts.json, report)
+        return report
     budget = opts.minutes * 60 * opts.threads
     report = {"systems": {}, "tagger": {}, "targets": {}, "setup": setup(split, opts)}
     for prefix in MODELS:
@@ -217,10 +274,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2, help="PyTorch threads (default 2)")
     p.add_argument("--save", type=Path, default=None, help="save the two translation models in this folder")
     p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: small data, small models")
+    p.add_argument("--ablations", action="store_true", help="only the summary and depth ablations, keeping the "
+                   "rest of --json")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per ablation system (default 3)")
+    p.add_argument("--ablation-minutes", type=float, default=4.0, help="CPU-minutes per ablation run (default 4)")
+    p.add_argument("--jobs", type=int, default=1, help="ablation runs at once, one thread each (default 1)")
     opts = p.parse_args(argv)
+    if opts.seeds < 1 or opts.jobs < 1:
+        p.error("--seeds and --jobs must be at least 1")
     opts.size, opts.max_epochs = {"embed_dim": 128, "hidden_dim": 256}, 100
     if opts.tiny:
         opts.size, opts.max_epochs, opts.minutes = {"embed_dim": 16, "hidden_dim": 16}, 1, 0.5
+        opts.ablation_minutes = min(opts.ablation_minutes, 0.1)
     return opts
 
 

@@ -162,15 +162,37 @@ def test_dot_attention_is_sdpa_without_the_scaling():
 # ------------------------------------------------------------------ the encoder-decoder
 
 
-@pytest.mark.parametrize("attention", SCORES)
-def test_padding_changes_nothing(attention):
-    model = tiny(attention)
+@pytest.mark.parametrize("attention, summary, layers", [(a, "last", 1) for a in SCORES] + [
+    ("none", "mean", 1), ("general", "mean", 2), ("none", "last", 3)])
+def test_padding_changes_nothing(attention, summary, layers):
+    model = tiny(attention, summary=summary, layers=layers)
     src = sources()
     y = torch.tensor([[2, 4, 5], [2, 6, 4], [2, 5, 5]])
     extra = torch.cat([src, torch.zeros(3, 4, dtype=torch.long)], dim=1)  # 4 more pads
     torch.testing.assert_close(model(extra, y), model(src, y))
     one = model(src[1:2, :2], y[1:2])  # the short source alone, unpadded
     torch.testing.assert_close(model(src, y)[1:2], one)
+
+
+def test_the_mean_summary_averages_the_real_positions_and_each_layer_gets_its_first_state():
+    model = tiny("none", summary="mean", layers=2).eval()
+    src = sources()
+    enc = model.encode(src)
+    for b, n in enumerate((4, 2, 6)):
+        torch.testing.assert_close(enc.summary[b], enc.memory[b, :n].mean(0))
+    state = model.init_state(enc)  # (L,B,H): layer l from its own slice of W_init
+    assert state.shape == (2, 3, 8)
+    first = torch.tanh(enc.summary @ model.W_init.weight.T + model.W_init.bias)  # (B,L*H)
+    torch.testing.assert_close(state[1], first[:, 8:])
+
+
+def test_a_stacked_model_decodes_as_exhaustive_search():
+    model = tiny("general", seed=3, layers=2)
+    src = sources()[:1, :4]
+    score, ids = exhaustive_search(lambda y: model(src, y), V, 4, 1.0)
+    got = beam_decode(model, src, max_len=4, beam=40, alpha=1.0)
+    assert got.ids[0] == ids and got.scores[0] == pytest.approx(score, abs=1e-5)
+    check_batch_decodes_as_one_at_a_time(greedy_decode, model, sources(), 6)
 
 
 def test_teacher_forced_loss_ignores_padding():
@@ -209,13 +231,14 @@ def test_a_beam_of_one_follows_greedy_and_ends_no_worse():
                 assert b[:-1] == g[:len(b) - 1]  # a prefix of greedy's path, then <eos>
 
 
-def test_training_learns_to_reverse_short_sequences():
+@pytest.mark.parametrize("layers", [1, 2])
+def test_training_learns_to_reverse_short_sequences(layers):
     g = torch.Generator().manual_seed(0)
     src = [[int(t) for t in torch.randint(4, 9, (int(n),), generator=g)] for n in torch.randint(1, 5, (300,),
                                                                                                   generator=g)]
     pairs = ([s + [3] for s in src], [[2] + [t - 2 for t in reversed(s)] + [3] for s in src])  # 4..8 -> 2..6
     pairs = (pairs[0], [[2] + [t + 2 if t < 4 else t for t in y[1:-1]] + [3] for y in pairs[1]])
-    model = tiny("dot", tgt_vocab=11, hidden_dim=32, embed_dim=16)
+    model = tiny("dot", tgt_vocab=11, hidden_dim=32, embed_dim=16, layers=layers)
     before = corpus_loss(model, *pairs)
     hist = fit_seq2seq(model, pairs, pairs, Seq2SeqTrainConfig(batch_size=32, epochs=30, lr=1e-2))
     assert hist.valid_loss[-1] < 0.2 < before and hist.epochs == pytest.approx(30)
@@ -231,7 +254,8 @@ def test_budget_stops_training():
 
 def test_bad_config_is_refused():
     for bad, match in [(dict(attention="multiplicative"), "attention must be one of"),
-                       (dict(hidden_dim=7), "hidden_dim must be even"), (dict(tgt_vocab=4), "more than the 4")]:
+                       (dict(hidden_dim=7), "hidden_dim must be even"), (dict(tgt_vocab=4), "more than the 4"),
+                       (dict(summary="max"), "summary must be one of"), (dict(layers=0), "layers must be")]:
         with pytest.raises(ConfigError, match=match):
             Seq2SeqConfig(**(dict(src_vocab=9, tgt_vocab=9) | bad))
         assert issubclass(ConfigError, CourseError)
@@ -313,6 +337,24 @@ def test_benchmark_tiny_writes_every_system_and_checkpoints_that_load(tmp_path):
         ckpt = load_checkpoint(tmp_path / f"seq2seq_{prefix}.pt", build=seq2seq.seq2seq_from_config)
         assert ckpt.model.config.attention == attention
         assert ckpt.extra["tgt_itos"][:4] == ["<pad>", "<unk>", "<bos>", "<eos>"]
+
+
+@pytest.mark.slow
+def test_benchmark_ablations_pair_each_seed_and_keep_the_rest_of_the_json(tmp_path):
+    out = tmp_path / "seq2seq.json"
+    out.write_text(json.dumps({"systems": {"kept": {"bleu": 1.0}}}))
+    proc = subprocess.run([sys.executable, "benchmarks/seq2seq.py", "--tiny", "--ablations", "--seeds", "2",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["systems"] == {"kept": {"bleu": 1.0}}
+    ab = report["ablations"]
+    for name in ("rnn", "rnn_mean", "attention", "attention_2layers"):
+        assert len(ab[name]["bleu"]) == 2 and all(0 <= b <= 100 for b in ab[name]["bleu"]), name
+    pair = ab["pairs"]["rnn_mean - rnn"]
+    assert pair["diff"] == [round(x - y, 2) for x, y in zip(ab["rnn_mean"]["bleu"], ab["rnn"]["bleu"])]
+    lo, hi = pair["diff_ci95"]
+    assert lo <= pair["diff_mean"] <= hi
 
 
 def test_committed_checkpoints_load_and_match_the_split(split):

@@ -2,13 +2,14 @@
 ``benchmarks/seq2seq.py``).
 
 Shapes: B batch, S source length, T target length, E embedding dim, H hidden units, A the additive score's
-dim, V target vocabulary, K beam size.
+dim, V target vocabulary, K beam size, L stacked GRU layers.
 
     src      (B,S)     source ids, <eos> last, padded with <pad>
-    memory   (B,S,H)   the encoder's states: a bidirectional GRU, H/2 units each way, concatenated
-    summary  (B,H)     the last forward state and the first backward state, concatenated: the source in one vector
+    memory   (B,S,H)   the encoder's (top layer's) states: a bidirectional GRU, H/2 units each way, concatenated
+    summary  (B,H)     the source in one vector: the last forward state and the first backward state,
+                       concatenated (``summary="last"``), or the mean of memory over the real positions ("mean")
     y_in     (B,T)     <bos> y_1 .. y_{T-1}: the decoder reads the reference (teacher forcing) ...
-    out      (B,T,H)   ... through a GRU started at tanh(W_init summary)
+    out      (B,T,H)   ... through a GRU (L layers) started at tanh(W_init summary), one (B,H) slice per layer
     context  (B,T,H)   attention: a softmax-weighted sum of memory per target step (Luong et al., 2015, eq. 7,
                        the score computed from the decoder's current state); without attention, the summary
     h_tilde  (B,T,H)   tanh(W_c [context; out]): Luong's attentional hidden state (eq. 5)
@@ -38,6 +39,7 @@ from ..errors import ConfigError, NumericalError
 from ..train import Budget
 
 SCORES = ("none", "dot", "general", "additive")
+SUMMARIES = ("last", "mean")
 
 
 @dataclass
@@ -50,10 +52,12 @@ class Seq2SeqConfig:
     hidden_dim: int = 256  # H: decoder units; the encoder has H/2 per direction
     attention: str = "general"  # "none" (the fixed summary), "dot", "general" or "additive"
     attn_dim: int = 128  # A: the additive score's hidden size
-    dropout: float = 0.2  # on embeddings and on the attentional state
+    dropout: float = 0.2  # on embeddings and on the attentional state (and between stacked layers)
     pad_id: int = 0  # the Vocab's specials: <pad> <unk> <bos> <eos>
     bos_id: int = 2
     eos_id: int = 3
+    summary: str = "last"  # "last": the final forward and backward states; "mean": memory averaged over the source
+    layers: int = 1  # L: GRU layers in the encoder and in the decoder (stacked, as Sutskever et al.'s four)
 
     def __post_init__(self) -> None:
         checks = [
@@ -63,6 +67,8 @@ class Seq2SeqConfig:
             (self.hidden_dim >= 2 and self.hidden_dim % 2 == 0, f"hidden_dim must be even, got {self.hidden_dim}"),
             (self.embed_dim >= 1 and self.attn_dim >= 1, "embed_dim and attn_dim must be >= 1"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
+            (self.summary in SUMMARIES, f"summary must be one of {SUMMARIES}, got {self.summary!r}"),
+            (isinstance(self.layers, int) and self.layers >= 1, f"layers must be an int >= 1, got {self.layers!r}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -119,9 +125,10 @@ class Seq2Seq(nn.Module):
         H = c.hidden_dim
         self.src_embed = nn.Embedding(c.src_vocab, c.embed_dim, padding_idx=c.pad_id)
         self.tgt_embed = nn.Embedding(c.tgt_vocab, c.embed_dim, padding_idx=c.pad_id)
-        self.encoder = nn.GRU(c.embed_dim, H // 2, batch_first=True, bidirectional=True)
-        self.W_init = nn.Linear(H, H)
-        self.decoder = nn.GRU(c.embed_dim, H, batch_first=True)
+        between = c.dropout if c.layers > 1 else 0.0  # dropout on the outputs of every layer but the top one
+        self.encoder = nn.GRU(c.embed_dim, H // 2, c.layers, batch_first=True, bidirectional=True, dropout=between)
+        self.W_init = nn.Linear(H, c.layers * H)  # one first state per decoder layer
+        self.decoder = nn.GRU(c.embed_dim, H, c.layers, batch_first=True, dropout=between)
         self.attn = Attention(c.attention, H, c.attn_dim) if c.attention != "none" else None
         self.W_c = nn.Linear(2 * H, H, bias=False)
         self.out = nn.Linear(H, c.tgt_vocab)
@@ -133,18 +140,23 @@ class Seq2Seq(nn.Module):
         lengths = mask.sum(1).cpu()
         e = self.drop(self.src_embed(src))  # (B,S) -> (B,S,E)
         packed = pack_padded_sequence(e, lengths, batch_first=True, enforce_sorted=False)
-        out, h_n = self.encoder(packed)  # h_n (2,B,H/2): the last forward and the last backward state
+        out, h_n = self.encoder(packed)  # h_n (2L,B,H/2): each layer's last forward and last backward state
         memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # (B,S,H)
-        summary = torch.cat([h_n[0], h_n[1]], dim=-1)  # (B,H/2) ++ (B,H/2) -> (B,H)
+        if self.config.summary == "mean":  # padding is zero in memory: sum over S, divide by the real length
+            summary = memory.sum(1) / mask.sum(1, keepdim=True)  # (B,S,H) -> (B,H)
+        else:
+            summary = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # the top layer's: (B,H/2) ++ (B,H/2) -> (B,H)
         return Encoded(memory, mask, summary)
 
     def init_state(self, enc: Encoded) -> torch.Tensor:
-        """The decoder's first state (1,B,H)."""
-        return torch.tanh(self.W_init(enc.summary)).unsqueeze(0)  # (B,H) x (H,H) -> (1,B,H)
+        """The decoder's first state (L,B,H)."""
+        B, L = enc.summary.shape[0], self.config.layers
+        first = torch.tanh(self.W_init(enc.summary))  # (B,H) x (H,L*H) -> (B,L*H)
+        return first.view(B, L, -1).transpose(0, 1).contiguous()  # (B,L*H) -> (B,L,H) -> (L,B,H)
 
     def decode(self, enc: Encoded, y_in: torch.Tensor, state: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """(logits (B,T,V), the state after y_in (1,B,H), attention weights (B,T,S) or None) for the
+        """(logits (B,T,V), the state after y_in (L,B,H), attention weights (B,T,S) or None) for the
         decoder inputs ``y_in`` (B,T), starting from ``state``."""
         e = self.drop(self.tgt_embed(y_in))  # (B,T) -> (B,T,E)
         out, state = self.decoder(e, state)  # (B,T,E) -> (B,T,H)
@@ -340,7 +352,7 @@ def beam_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, beam: int = 5, 
                           f"{alpha}")
     model.eval()
     enc = model.encode(src)
-    first = model.init_state(enc)  # (1,B,H)
+    first = model.init_state(enc)  # (L,B,H)
     lengths = enc.mask.sum(1).tolist()
     searches = [_Search(first[:, b:b + 1], lengths[b]) for b in range(src.shape[0])]
     for t in range(1, max_len + 1):
@@ -351,8 +363,8 @@ def beam_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, beam: int = 5, 
         owner = torch.tensor([b for b, k in zip(active, sizes) for _ in range(k)], device=src.device)  # (N,)
         y = torch.tensor([[h.tokens[-1] if h.tokens else model.config.bos_id] for b in active
                           for h in searches[b].beam], device=src.device)  # (N,1)
-        state = torch.cat([searches[b].state for b in active], dim=1)  # (1,N,H)
-        logits, state, w = model.decode(enc.select(owner), y, state)  # (N,1,V), (1,N,H), (N,1,S)
+        state = torch.cat([searches[b].state for b in active], dim=1)  # (L,N,H)
+        logits, state, w = model.decode(enc.select(owner), y, state)  # (N,1,V), (L,N,H), (N,1,S)
         lp = next_log_probs(model, logits)  # (N,V)
         ws = w.split(sizes) if w is not None else [None] * len(sizes)  # (k,1,S) each
         for b, lp_b, state_b, w_b in zip(active, lp.split(sizes), state.split(sizes, dim=1), ws):
@@ -373,14 +385,14 @@ class _Search:
     """One source's beam: its open hypotheses with their decoder states, and the finished ones."""
 
     def __init__(self, state: torch.Tensor, length: int):
-        self.beam, self.state = [_Hypothesis([], [], 0.0)], state  # state (1,k,H): one per open hypothesis
+        self.beam, self.state = [_Hypothesis([], [], 0.0)], state  # state (L,k,H): one per open hypothesis
         self.finished: list[tuple[float, _Hypothesis]] = []  # (normalised score, hypothesis), best first
         self.length, self.done = length, False  # the source's length (its attention rows'), finished or not
 
     def advance(self, lp: torch.Tensor, state: torch.Tensor, w: torch.Tensor | None, t: int, K: int,
                 max_len: int, alpha: float, eos: int) -> None:
         """One step from the next-token log-probabilities ``lp`` (k,V) of the open hypotheses, the states
-        ``state`` (1,k,H) after their last token and their attention ``w`` (k,1,S)."""
+        ``state`` (L,k,H) after their last token and their attention ``w`` (k,1,S)."""
         w = w[:, :, :self.length] if w is not None else None  # the source's own positions
         total = torch.tensor([h.logp for h in self.beam], device=lp.device)[:, None] + lp  # (k,1) + (k,V)
         for i, h in enumerate(self.beam):  # every hypothesis may end here
@@ -394,7 +406,7 @@ class _Search:
             self.done = True
             return
         self.beam = [_extend(self.beam[i], tok, w, i, v) for v, (i, tok) in keep]
-        self.state = state[:, torch.tensor([i for _, (i, _) in keep], device=lp.device)]  # (1,k,H): the parents'
+        self.state = state[:, torch.tensor([i for _, (i, _) in keep], device=lp.device)]  # (L,k,H): the parents'
 
 
 def _extend(h: _Hypothesis, token: int, w: torch.Tensor | None, row: int, logp: float) -> _Hypothesis:
