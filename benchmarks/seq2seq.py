@@ -181,7 +181,7 @@ def run_tagger(opts: argparse.Namespace, say) -> dict:
 def ablation_run(job: tuple[str, int, TranslationSplit, argparse.Namespace]) -> tuple[str, int, dict]:
     """One system of ``ABLATIONS`` on one seed, one thread, within the ablation budget: its greedy test scores."""
     name, seed, split, opts = job
-    torch.set_num_threads(1)
+    nlpcourse.use_threads(1)
     nlpcourse.seed_everything(seed)
     cfg = Seq2SeqConfig(len(split.src_vocab), len(split.tgt_vocab), **opts.size, **ABLATIONS[name])
     model = build_seq2seq(cfg, seed=seed, device=opts.device)

@@ -52,6 +52,7 @@ import nlpcourse  # noqa: E402, F401, I001 - first: the thread policy, before to
 import torch  # noqa: E402
 
 from nlpcourse.seed import seed_everything  # noqa: E402
+from nlpcourse.threads import use_threads  # noqa: E402
 
 SEED = 0
 PRETRAIN_SCRIPT = ROOT / "scripts" / "pretrain_bert.py"
@@ -79,14 +80,15 @@ def _sync(device: torch.device) -> None:
 
 @contextlib.contextmanager
 def _cpu_threads(device: torch.device) -> Iterator[None]:
-    """min(8, cores) torch threads for a CPU run; the previous number restored after."""
+    """min(8, cores) threads for a CPU run, torch's and the BLAS libraries' alike (the course's one thread
+    policy, ``nlpcourse.use_threads``); the previous number restored after."""
     before = torch.get_num_threads()
     if device.type == "cpu":
-        torch.set_num_threads(min(8, os.cpu_count() or 1))
+        use_threads(min(8, os.cpu_count() or 1))
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        use_threads(before)
 
 
 def _time_job(job: _Job, device: torch.device) -> dict:
