@@ -9,6 +9,12 @@ Shapes: B batch, T tokens, E word embedding dim, F suffix embedding dim, H units
     x       (B,T,E+F+4)  the three concatenated (the shape as one-hot)
     out     (B,T,2H)   a bidirectional LSTM: each token sees its whole sentence, left and right
     logits  (B,T,C)    a linear layer per token
+
+With a frozen ELMo biLM (``nlpcourse.models.elmo``; Peters et al., 2018, section 3.3) the tagger reads one more
+input per token, concatenated to x:
+
+    bilm_ids  (B,T+2)   <bos> words <eos> in the biLM's own vocabulary, <pad> after
+    elmo      (B,T,2H') the scalar mix of the biLM's L+1 layers at the words' positions (eq. 1), H' its units
 """
 from __future__ import annotations
 
@@ -24,8 +30,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..data.batching import bucket_batches, pad_batch
 from ..data.tagging import Sentence, TaggingSplit
 from ..data.vocab import Vocab
-from ..errors import ConfigError
+from ..errors import ConfigError, ShapeError
 from ..train import Budget
+from .elmo import BiLM, ScalarMix
 
 IGNORE = -100  # target of padding (and of tags unseen in training, during training)
 
@@ -41,12 +48,17 @@ class TaggerConfig:
     suffix_dim: int = 32  # F
     hidden_dim: int = 128  # H, per direction
     dropout: float = 0.3  # on the input vectors and the LSTM's output
+    elmo_layers: int = 0  # L+1 layers of a frozen biLM mixed into each token's input (ELMo); 0: no biLM
+    elmo_dim: int = 0  # 2H' of that biLM's layers (with elmo_layers)
 
     def __post_init__(self) -> None:
         if min(self.n_words, self.n_suffixes, self.n_tags, self.embed_dim, self.suffix_dim, self.hidden_dim) < 1:
             raise ConfigError(f"TaggerConfig: sizes must be >= 1, got {self}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"TaggerConfig: dropout must be in [0, 1), got {self.dropout}")
+        if self.elmo_layers < 0 or (self.elmo_layers > 0) != (self.elmo_dim > 0):
+            raise ConfigError(f"TaggerConfig: elmo_layers and elmo_dim must both be 0 or both >= 1, got "
+                              f"{self.elmo_layers} and {self.elmo_dim}")
 
 
 def word_shape(word: str) -> int:
@@ -59,47 +71,89 @@ def word_shape(word: str) -> int:
 class TaggerFeatures:
     """Turns sentences into the (words, suffix, shape) id sequences the tagger reads."""
 
-    def __init__(self, words: Vocab, suffixes: Vocab):
-        self.words, self.suffixes = words, suffixes
+    def __init__(self, words: Vocab, suffixes: Vocab, bilm_words: Vocab | None = None):
+        self.words, self.suffixes, self.bilm_words = words, suffixes, bilm_words
 
     @classmethod
-    def fit(cls, split: TaggingSplit) -> TaggerFeatures:
+    def fit(cls, split: TaggingSplit, bilm_words: Vocab | None = None) -> TaggerFeatures:
+        """The split's word vocabulary and its training suffixes; with ``bilm_words`` (an ELMo biLM's
+        vocabulary) each sentence is also encoded for the biLM."""
         sfx = Vocab.build(([w.lower()[-3:] for w, _ in s] for s in split.train), min_freq=2)
-        return cls(split.words, sfx)
+        return cls(split.words, sfx, bilm_words)
 
-    def encode(self, sentence: Sentence | Sequence[str]) -> tuple[list[int], list[int], list[int]]:
+    def encode(self, sentence: Sentence | Sequence[str]) -> tuple[list[int], ...]:
+        """(words, suffix, shape) ids of the sentence's T tokens, and its T+2 biLM ids if there is a biLM."""
         ws = [w if isinstance(w, str) else w[0] for w in sentence]
-        return (self.words.encode([w.lower() for w in ws]), self.suffixes.encode([w.lower()[-3:] for w in ws]),
-                [word_shape(w) for w in ws])
+        lower = [w.lower() for w in ws]
+        cols = (self.words.encode(lower), self.suffixes.encode([w[-3:] for w in lower]), [word_shape(w) for w in ws])
+        if self.bilm_words is None:
+            return cols
+        return (*cols, [self.bilm_words.bos_id, *self.bilm_words.encode(lower), self.bilm_words.eos_id])
 
 
 class BiLSTMTagger(nn.Module):
     """A tag distribution for every token, from a bidirectional LSTM over the sentence."""
 
-    def __init__(self, config: TaggerConfig):
+    def __init__(self, config: TaggerConfig, bilm: BiLM | None = None):
         super().__init__()
         c = self.config = config
         self.word_embed = nn.Embedding(c.n_words, c.embed_dim, padding_idx=0)
         self.suffix_embed = nn.Embedding(c.n_suffixes, c.suffix_dim, padding_idx=0)
-        self.lstm = nn.LSTM(c.embed_dim + c.suffix_dim + 4, c.hidden_dim, batch_first=True, bidirectional=True)
+        self.bilm, self.mix = _frozen_bilm(c, bilm), ScalarMix(c.elmo_layers) if c.elmo_layers else None
+        self.lstm = nn.LSTM(c.embed_dim + c.suffix_dim + 4 + c.elmo_dim, c.hidden_dim, batch_first=True,
+                            bidirectional=True)
         self.drop = nn.Dropout(c.dropout)
         self.out = nn.Linear(2 * c.hidden_dim, c.n_tags)
 
-    def forward(self, words: torch.Tensor, suffix: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
+    def train(self, mode: bool = True) -> BiLSTMTagger:
+        """Training mode for the tagger; the biLM stays frozen, in evaluation mode (no dropout)."""
+        super().train(mode)
+        if self.bilm is not None:
+            self.bilm.eval()
+        return self
+
+    def elmo(self, bilm_ids: torch.Tensor, T: int) -> torch.Tensor:
+        """(B,T,2H') the scalar mix of the frozen biLM's layers at the T word positions of (B,T+2) ids."""
+        if bilm_ids is None or bilm_ids.dim() != 2 or bilm_ids.shape[1] != T + 2:
+            got = None if bilm_ids is None else tuple(bilm_ids.shape)
+            raise ShapeError(f"BiLSTMTagger: a tagger with ELMo needs bilm_ids of shape (B, {T + 2}), got {got}")
+        with torch.no_grad():
+            layers = self.bilm.layers(bilm_ids)  # L+1 x (B,T+2,2H')
+        return self.mix([h[:, 1:T + 1] for h in layers])  # <bos> and <eos> dropped -> (B,T,2H')
+
+    def forward(self, words: torch.Tensor, suffix: torch.Tensor, shape: torch.Tensor,
+                bilm_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B,T,C); padding (word id 0) is packed away and changes no real token's output."""
         lengths = (words != 0).sum(1).cpu()
-        x = torch.cat([self.word_embed(words), self.suffix_embed(suffix), F.one_hot(shape, 4).float()], dim=-1)
+        parts = [self.word_embed(words), self.suffix_embed(suffix), F.one_hot(shape, 4).float()]
+        if self.mix is not None:
+            parts.append(self.elmo(bilm_ids, words.shape[1]))
+        x = torch.cat(parts, dim=-1)  # (B,T,E+F+4[+2H'])
         packed = pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)  # (B,T,E+F+4) -> (B,T,2H)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=words.shape[1])
         return self.out(self.drop(out))  # (B,T,2H) x (2H,C) -> (B,T,C)
 
 
+def _frozen_bilm(c: TaggerConfig, bilm: BiLM | None) -> BiLM | None:
+    """The biLM a config with ELMo needs, its weights frozen; refused where the config does not match it."""
+    if not c.elmo_layers:
+        if bilm is not None:
+            raise ConfigError("BiLSTMTagger: a biLM was given but the config has elmo_layers=0")
+        return None
+    if bilm is None or (bilm.config.layers + 1, 2 * bilm.config.hidden) != (c.elmo_layers, c.elmo_dim):
+        got = None if bilm is None else (bilm.config.layers + 1, 2 * bilm.config.hidden)
+        raise ConfigError(f"BiLSTMTagger: the config mixes {c.elmo_layers} layers of width {c.elmo_dim}; the "
+                          f"biLM given has (layers + 1, 2 x hidden) = {got}")
+    return bilm.requires_grad_(False).eval()
+
+
 def _batches(feats: TaggerFeatures, sentences: Sequence[Sentence], tag_ids: Sequence[list[int]] | None,
              batch_size: int, shuffle: bool, seed: int, device: torch.device):
     encoded = [feats.encode(s) for s in sentences]
     for index in bucket_batches([len(s) for s in sentences], batch_size, shuffle=shuffle, seed=seed):
-        cols = [pad_batch([encoded[i][k] for i in index]).tokens.to(device) for k in range(3)]  # 3 x (B,T)
+        cols = [pad_batch([encoded[i][k] for i in index]).tokens.to(device)  # 3 x (B,T) [+ (B,T+2)]
+                for k in range(len(encoded[index[0]]))]
         tags = None
         if tag_ids is not None:
             tags = pad_batch([[t if t >= 0 else IGNORE for t in tag_ids[i]] for i in index], IGNORE).tokens
