@@ -77,6 +77,7 @@ from sklearn.svm import LinearSVC
 
 import nlpcourse
 from nlpcourse.data import load_reviews, split_indices, word_tokenize
+from nlpcourse.data.vocab import Vocab
 from nlpcourse.models.cnn import (
     CNNTrainSettings,
     KimCNN,
@@ -235,10 +236,11 @@ def domain_vectors(train: Part, opts: Options) -> WordVectors:
     return cnn_domain_vectors(train.tokens, opts.brown_tokens, opts.w2v_epochs, opts.seed, opts.device)
 
 
-def run_cnn(variant: str, parts: Sequence[Part], wv: WordVectors, opts: Options) -> dict:
-    """Train one CNN on parts[0], early-stopped on parts[1]; accuracy on parts[2], training seconds."""
+def run_cnn(variant: str, parts: Sequence[Part], wv: WordVectors, opts: Options, vocab: Vocab | None = None) -> dict:
+    """Train one CNN on parts[0], early-stopped on parts[1]; accuracy on parts[2], training seconds. The
+    vocabulary: ``vocab``, else the training words seen twice or with a vector (``training_vocab``)."""
     start = time.perf_counter()
-    vocab = training_vocab(parts[0].tokens, wv)
+    vocab = vocab or training_vocab(parts[0].tokens, wv)
     emb = pretrained_embeddings(vocab, wv, seed=opts.seed)
     nlpcourse.seed_everything(opts.seed)
     cfg = KimCNNConfig(vocab_size=len(vocab), embed_dim=wv.dim, variant=variant)

@@ -5,6 +5,7 @@ distributed pretraining under ``torchrun``, in one run.
     python benchmarks/pretraining.py --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --tiny            # a smoke run of a minute
     python benchmarks/pretraining.py --curve --jobs 2 --json benchmarks/results/pretraining.json
+    python benchmarks/pretraining.py --cnn-curve --jobs 2 --json benchmarks/results/pretraining.json
 
 **The label-efficiency curve** (``--curve``, added to the JSON file's other results): for each budget of
 ``BUDGETS`` labelled training snippets, ``--curve-seeds`` random subsets (``label_subset``: the first n of a
@@ -14,6 +15,11 @@ checkpoint and from scratch with one recipe (``CURVE_RECIPE``, ``curve_epochs``:
 subset; test accuracy and ROC AUC, and the paired difference pretrained - scratch with its 95% t interval.
 ``"curve": [{"labels", "pretrained": [acc per seed], "scratch": [...], "bow": [...], "pretrained_auc",
 "scratch_auc", "diff_mean", "diff_ci95": [lo, hi], "auc": {"diff_mean", "diff_ci95"}}, ...]``.
+With ``--cnn-curve`` (after ``--curve``), Kim's CNN on the same label subsets, from random embeddings
+(``cnn_rand``) and from the CNN chapter's domain word vectors, fine-tuned (``cnn_vectors``: the oldest form of
+pretraining; its vocabulary holds every word with a vector, ``vector_vocab``), the CNN chapter's recipe
+(early-stopped on the validation part), and their paired difference (``"cnn": {"diff_mean", "diff_ci95"}``),
+added to each point.
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
 ``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
@@ -61,9 +67,11 @@ from sklearn.metrics import roc_auc_score
 import nlpcourse
 from nlpcourse.data import load_reviews, split_indices, word_tokenize
 from nlpcourse.data.batching import pad_batch
+from nlpcourse.data.vocab import Vocab
 from nlpcourse.data.wordpiece import WordPieces
 from nlpcourse.finetune import FineTuneConfig, accuracy, fine_tune_classifier
 from nlpcourse.models.bert import Bert, BertClassifier, bert_from_config, build_bert
+from nlpcourse.models.cnn import training_vocab
 from nlpcourse.report import write_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,6 +114,7 @@ class Options:
     curve_seeds: int = 5  # label subsets (and fine-tuning seeds) per budget
     curve_epochs_cap: int = 20  # at most this many fine-tuning epochs (the smoke run uses 1)
     jobs: int = 1  # curve runs at once, one thread each
+    cnn_curve: bool = False  # the CNNs on the curve's label subsets only, added to the curve in the JSON file
 
 
 # ------------------------------------------------------------------ data
@@ -273,6 +282,59 @@ def curve_point(runs: dict, words: list, labels: int | None, seeds: int) -> dict
             "auc": cnn.paired(get["pretrained", "auc"], get["scratch", "auc"])}
 
 
+#: The oldest pretraining on the same curve: Kim's CNN from random embeddings against the same CNN started from
+#: the CNN chapter's domain word vectors (skip-gram on Brown and the training snippets, no label), fine-tuned.
+CNN_CURVE = ("rand", "nonstatic")
+_CNN_DATA: dict = {}  # the split's word parts and the word vectors, set before the pool forks its workers
+
+
+def vector_vocab(tokens: list[list[str]], wv) -> Vocab:
+    """The labelled subset's vocabulary (``training_vocab``) and every other word that has a vector: a CNN
+    started from pretrained vectors can read words its labels never showed it."""
+    vocab = training_vocab(tokens, wv)
+    extra = sorted(set(wv.index) - set(vocab.itos))
+    return Vocab([*vocab.itos, *extra], vocab.counts)
+
+
+def cnn_curve_run(task: tuple) -> dict:
+    """One (variant, budget, seed) point: Kim's CNN on the label subset, early-stopped on the validation part
+    (the CNN chapter's recipe), scored on the test part."""
+    variant, labels, seed, epochs = task
+    nlpcourse.use_threads(1)
+    words, wv = _CNN_DATA["words"], _CNN_DATA["wv"]
+    pick = label_subset(len(words[0].tokens), labels, seed)
+    train = cnn.Part([words[0].tokens[i] for i in pick], words[0].labels[pick])
+    vocab = vector_vocab(train.tokens, wv) if variant != "rand" else None
+    r = cnn.run_cnn(variant, [train, words[1], words[2]], wv, cnn.Options(epochs=epochs, seed=seed), vocab)
+    return {"variant": variant, "labels": labels, "seed": seed, "accuracy": r["accuracy"], "seconds": r["seconds"]}
+
+
+def run_cnn_curve(words, opts: Options, say) -> dict[tuple, float]:
+    """Both CNNs on every budget's label subsets: {(variant, labels, seed): test accuracy}."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    _CNN_DATA.update(words=words, wv=cnn.domain_vectors(words[0], cnn.Options(
+        brown_tokens=opts.brown_tokens, w2v_epochs=opts.w2v_epochs)))
+    todo = [(v, n, s, opts.cnn_epochs) for n in opts.budgets for s in range(opts.curve_seeds) for v in CNN_CURVE]
+    runs = {}
+    with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
+        for r in pool.map(cnn_curve_run, todo):
+            runs[r["variant"], r["labels"], r["seed"]] = r["accuracy"]
+            say(f"  cnn {r['variant']:9s} {r['labels'] or 'all'!s:>5s} labels, seed {r['seed']}: accuracy "
+                f"{r['accuracy']:.4f} ({r['seconds']:.0f} s)")
+    return runs
+
+
+def add_cnn_curve(curve: list[dict], runs: dict[tuple, float]) -> None:
+    """Each curve point gains ``cnn_rand``, ``cnn_vectors`` (accuracy per seed) and ``cnn``: the paired
+    difference vectors - rand."""
+    for point in curve:
+        labels = None if point["all"] else point["labels"]
+        seeds = range(len(point["pretrained"]))
+        rand, vectors = ([runs[v, labels, s] for s in seeds] for v in CNN_CURVE)
+        point.update(cnn_rand=rand, cnn_vectors=vectors, cnn=cnn.paired(vectors, rand))
+
+
 # ------------------------------------------------------------------ distributed pretraining
 
 
@@ -321,6 +383,8 @@ def main(argv: list[str] | None = None) -> dict:
     ck = nlpcourse.load_checkpoint(checkpoint, build=bert_from_config)
     pieces, words = review_parts(WordPieces.from_json(ck.extra["tokenizer"]), opts.stride, opts.max_len)
     say(f"seeded split: train {len(words[0].tokens)}, val {len(words[1].tokens)}, test {len(words[2].tokens)}")
+    if opts.cnn_curve:
+        return cnn_curve_main(words, opts, json_path, say)
     if opts.curve:
         return curve_main(ck, pieces, words, opts, json_path, checkpoint, say)
     baselines = run_baselines(words, opts, say)
@@ -349,6 +413,25 @@ def curve_main(ck, pieces, words, opts: Options, json_path: Path | None, checkpo
         lo, hi = c["diff_ci95"]
         print(f"{c['labels']:6d} {statistics.fmean(c['pretrained']):10.4f} {statistics.fmean(c['scratch']):8.4f} "
               f"{statistics.fmean(c['bow']):6.4f}  {c['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    return report
+
+
+def cnn_curve_main(words, opts: Options, json_path: Path | None, say) -> dict:
+    """The CNNs on the curve's label subsets, added to the curve already in the JSON file."""
+    report = json.loads(json_path.read_text()) if json_path is not None and json_path.exists() else {}
+    if len(report.get("curve", [])) != len(opts.budgets):
+        raise SystemExit("--cnn-curve adds to the curve of --curve: run that first, with the same --tiny or not")
+    curve = report["curve"]
+    add_cnn_curve(curve, run_cnn_curve(words, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say))
+    report["curve_setup"]["cnn"] = {"variants": {"cnn_rand": "rand", "cnn_vectors": "nonstatic"},
+                                    "epochs_cap": opts.cnn_epochs, "w2v_epochs": opts.w2v_epochs,
+                                    "brown_tokens": opts.brown_tokens, "date": time.strftime("%Y-%m-%d")}
+    write_json(json_path, report)
+    print(f"\n{'labels':>6s} {'CNN-rand':>8s} {'vectors':>8s}  vectors - rand [95%]")
+    for c in curve:
+        lo, hi = c["cnn"]["diff_ci95"]
+        print(f"{c['labels']:6d} {statistics.fmean(c['cnn_rand']):8.4f} {statistics.fmean(c['cnn_vectors']):8.4f}  "
+              f"{c['cnn']['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
     return report
 
 
@@ -399,13 +482,15 @@ def parse(argv: list[str] | None):
                    "epoch, the CNNs' word vectors from 20,000 words of Brown, a tiny distributed run")
     p.add_argument("--curve", action="store_true", help="only the label-efficiency curve (pretrained against "
                    "scratch and bag-of-words on 100 to all labels), added to the JSON file's other results")
+    p.add_argument("--cnn-curve", action="store_true", help="Kim's CNN from random embeddings and from the domain "
+                   "word vectors on the label subsets of the curve already in the JSON file, added to it")
     p.add_argument("--curve-seeds", type=int, default=5, help="label subsets per budget (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="curve runs at once, one thread each (default 1)")
     a = p.parse_args(argv)
     if a.curve_seeds < 2:
         p.error("--curve-seeds must be at least 2 (the curve's intervals are paired over seeds)")
     opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device, curve=a.curve,
-                   curve_seeds=a.curve_seeds, jobs=max(1, a.jobs))
+                   curve_seeds=a.curve_seeds, jobs=max(1, a.jobs), cnn_curve=a.cnn_curve)
     if a.tiny:
         opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
                        w2v_epochs=1, budgets=(20, None), curve_epochs_cap=1)

@@ -15,11 +15,13 @@ import torch.nn.functional as F
 
 from nlpcourse.data import load_reviews, review_pieces, review_split, split_indices
 from nlpcourse.data.batching import pad_batch
+from nlpcourse.data.vocab import SPECIALS as WORD_SPECIALS
 from nlpcourse.data.wordpiece import CLS_ID, SEP_ID, SPECIALS, WordPieces
 from nlpcourse.models.bert import bert_from_config, mlm_corrupt, mlm_loss
 from nlpcourse.models.elmo import bilm_from_config
 from nlpcourse.models.gpt import gpt_from_config, gpt_loss
 from nlpcourse.train import load_checkpoint
+from nlpcourse.vectors import WordVectors
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = ROOT / "data" / "checkpoints"
@@ -136,6 +138,27 @@ def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(
         assert c["diff_mean"] == pytest.approx(sum(d) / 2)
         lo, hi = c["diff_ci95"]
         assert lo <= c["diff_mean"] <= hi and (lo < hi or d[0] == d[1])
+    # --cnn-curve: both CNNs on the same subsets, added to each point, the rest of the file kept
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--cnn-curve", "--tiny", "--jobs", "2",
+                           "--threads", "1", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = json.loads(out.read_text())
+    assert after["systems"] == {"kept": 1} and after["curve_setup"]["cnn"]["variants"]["cnn_vectors"] == "nonstatic"
+    for c, before in zip(after["curve"], curve):
+        assert {k: c[k] for k in before} == before
+        assert len(c["cnn_rand"]) == len(c["cnn_vectors"]) == 2 and all(0 < a < 1 for a in c["cnn_rand"])
+        d = [a - b for a, b in zip(c["cnn_vectors"], c["cnn_rand"])]
+        assert c["cnn"]["diff_mean"] == pytest.approx(sum(d) / 2)
+
+
+def test_a_cnn_from_vectors_knows_every_word_with_a_vector_and_cnn_rand_only_its_labelled_words():
+    pretraining = benchmark_module()
+    wv = WordVectors(["good", "bad", "film"], torch.randn(3, 4))
+    vocab = pretraining.vector_vocab([["good", "plot", "plot"], ["good", "acting"]], wv)
+    assert vocab.itos[:4] == list(WORD_SPECIALS) and set(vocab.itos[4:]) == {"good", "plot", "bad", "film"}
+    assert vocab.itos[4:6] == ["good", "plot"]  # the labelled words first, by count (training_vocab)
+    assert "acting" not in vocab.itos  # seen once, no vector
 
 
 def test_curve_label_subsets_are_nested_and_seeded():
