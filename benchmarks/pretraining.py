@@ -6,6 +6,7 @@ distributed pretraining under ``torchrun``, in one run.
     python benchmarks/pretraining.py --tiny            # a smoke run of a minute
     python benchmarks/pretraining.py --curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --cnn-curve --jobs 2 --json benchmarks/results/pretraining.json
+    python benchmarks/pretraining.py --gpt-curve --jobs 2 --json benchmarks/results/pretraining.json
 
 **The label-efficiency curve** (``--curve``, added to the JSON file's other results): for each budget of
 ``BUDGETS`` labelled training snippets, ``--curve-seeds`` random subsets (``label_subset``: the first n of a
@@ -19,7 +20,10 @@ With ``--cnn-curve`` (after ``--curve``), Kim's CNN on the same label subsets, f
 (``cnn_rand``) and from the CNN chapter's domain word vectors, fine-tuned (``cnn_vectors``: the oldest form of
 pretraining; its vocabulary holds every word with a vector, ``vector_vocab``), the CNN chapter's recipe
 (early-stopped on the validation part), and their paired difference (``"cnn": {"diff_mean", "diff_ci95"}``),
-added to each point.
+added to each point. With ``--gpt-curve`` (after ``--curve``), the chapter's GPT (``gpt_reviews.pt``) fine-tuned on
+the same subsets with the curve's recipe and its own head and loss (``GPTClassifier``: the last token's state,
+the auxiliary LM loss, lambda 0.5): ``gpt``, ``gpt_auc`` and its paired differences with the scratch and the
+pretrained BERT (``gpt_vs_scratch``, ``gpt_vs_bert``).
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
 ``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
@@ -58,6 +62,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 import cnn  # benchmarks/cnn.py: the same baselines on the same split
@@ -72,6 +77,7 @@ from nlpcourse.data.wordpiece import WordPieces
 from nlpcourse.finetune import FineTuneConfig, accuracy, fine_tune_classifier
 from nlpcourse.models.bert import Bert, BertClassifier, bert_from_config, build_bert
 from nlpcourse.models.cnn import training_vocab
+from nlpcourse.models.gpt import GPTClassifier, gpt_from_config
 from nlpcourse.report import write_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,6 +121,7 @@ class Options:
     curve_epochs_cap: int = 20  # at most this many fine-tuning epochs (the smoke run uses 1)
     jobs: int = 1  # curve runs at once, one thread each
     cnn_curve: bool = False  # the CNNs on the curve's label subsets only, added to the curve in the JSON file
+    gpt_curve: bool = False  # the GPT on the curve's label subsets only, added to the curve in the JSON file
 
 
 # ------------------------------------------------------------------ data
@@ -231,14 +238,34 @@ def curve_run(task: tuple) -> dict:
     pick = label_subset(len(ids), labels, seed)
     train = ([ids[i] for i in pick], y[pick])
     epochs = min(epochs_cap, curve_epochs(len(pick)))
-    bert = build_bert(ck.model.config, seed=seed) if network == "scratch" else copy_bert(ck.model)
     torch.manual_seed(seed)
-    model = BertClassifier(bert, classes=2, pooling=CURVE_RECIPE.pooling)
+    model = curve_model(network, ck, seed)
     result = fine_tune_classifier(model, train, valid, replace(CURVE_RECIPE.tune, seed=seed, epochs=epochs))
     prob = fresh_probabilities(model, test_ids)
     return {"network": network, "labels": labels, "seed": seed, "epochs": epochs,
             "accuracy": float(((prob > 0.5).long() == test_y).float().mean()),
             "auc": float(roc_auc_score(test_y.numpy(), prob.numpy())), "seconds": result.seconds}
+
+
+GPT_CHECKPOINT = REPO / "data" / "checkpoints" / "gpt_reviews.pt"
+
+
+@lru_cache(maxsize=1)
+def gpt_checkpoint():
+    return nlpcourse.load_checkpoint(GPT_CHECKPOINT, build=gpt_from_config)
+
+
+def curve_model(network: str, ck, seed: int) -> torch.nn.Module:
+    """The classifier of one curve run: BERT pretrained or drawn with ``seed`` (the mean of the final
+    states), or the chapter's GPT with its own head (the last token's state, the auxiliary LM loss)."""
+    if network == "gpt":
+        gpt = gpt_from_config(asdict(gpt_checkpoint().model.config))
+        gpt.load_state_dict({k: v.float() for k, v in gpt_checkpoint().model.state_dict().items()})
+        torch.manual_seed(seed)
+        return GPTClassifier(gpt, classes=2)
+    bert = build_bert(ck.model.config, seed=seed) if network == "scratch" else copy_bert(ck.model)
+    torch.manual_seed(seed)
+    return BertClassifier(bert, classes=2, pooling=CURVE_RECIPE.pooling)
 
 
 def copy_bert(pretrained: Bert) -> Bert:
@@ -257,17 +284,34 @@ def bow_point(words: list, labels: int | None, seed: int) -> float:
 def run_curve(ck, pieces, words, opts: Options, say) -> list[dict]:
     """Every budget of ``opts.budgets`` on ``opts.curve_seeds`` label subsets, pretrained and scratch paired
     subset by subset, with bag-of-words on the same subsets."""
+    runs = curve_runs(("pretrained", "scratch"), ck, pieces, opts, say)
+    return [curve_point(runs, words, n, opts.curve_seeds) for n in opts.budgets]
+
+
+def curve_runs(networks, ck, pieces, opts: Options, say) -> dict[tuple, dict]:
+    """``curve_run`` for each network, budget and seed: {(network, labels, seed): result}."""
     from concurrent.futures import ProcessPoolExecutor
 
     todo = [(net, n, s, ck, pieces, opts.curve_epochs_cap) for n in opts.budgets
-            for s in range(opts.curve_seeds) for net in ("pretrained", "scratch")]
+            for s in range(opts.curve_seeds) for net in networks]
     runs: dict[tuple, dict] = {}
     with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
         for r in pool.map(curve_run, todo):
             runs[r["network"], r["labels"], r["seed"]] = r
             say(f"  {r['network']:10s} {r['labels'] or 'all'!s:>5s} labels, seed {r['seed']}: accuracy "
                 f"{r['accuracy']:.4f}, AUC {r['auc']:.4f} ({r['epochs']} epochs, {r['seconds']:.0f} s)")
-    return [curve_point(runs, words, n, opts.curve_seeds) for n in opts.budgets]
+    return runs
+
+
+def add_gpt_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
+    """Each curve point gains ``gpt`` and ``gpt_auc`` (per seed) and the paired differences of its accuracy
+    with the scratch BERT's (``gpt_vs_scratch``) and the pretrained BERT's (``gpt_vs_bert``)."""
+    for point in curve:
+        labels = None if point["all"] else point["labels"]
+        seeds = range(len(point["pretrained"]))
+        acc = [runs["gpt", labels, s]["accuracy"] for s in seeds]
+        point.update(gpt=acc, gpt_auc=[runs["gpt", labels, s]["auc"] for s in seeds],
+                     gpt_vs_scratch=cnn.paired(acc, point["scratch"]), gpt_vs_bert=cnn.paired(acc, point["pretrained"]))
 
 
 def curve_point(runs: dict, words: list, labels: int | None, seeds: int) -> dict:
@@ -385,6 +429,8 @@ def main(argv: list[str] | None = None) -> dict:
     say(f"seeded split: train {len(words[0].tokens)}, val {len(words[1].tokens)}, test {len(words[2].tokens)}")
     if opts.cnn_curve:
         return cnn_curve_main(words, opts, json_path, say)
+    if opts.gpt_curve:
+        return gpt_curve_main(ck, pieces, opts, json_path, say)
     if opts.curve:
         return curve_main(ck, pieces, words, opts, json_path, checkpoint, say)
     baselines = run_baselines(words, opts, say)
@@ -416,11 +462,35 @@ def curve_main(ck, pieces, words, opts: Options, json_path: Path | None, checkpo
     return report
 
 
-def cnn_curve_main(words, opts: Options, json_path: Path | None, say) -> dict:
-    """The CNNs on the curve's label subsets, added to the curve already in the JSON file."""
+def existing_curve(json_path: Path | None, opts: Options, flag: str) -> dict:
+    """The JSON file whose curve ``flag`` adds to (``--curve`` must have written it, as tiny or not)."""
     report = json.loads(json_path.read_text()) if json_path is not None and json_path.exists() else {}
     if len(report.get("curve", [])) != len(opts.budgets):
-        raise SystemExit("--cnn-curve adds to the curve of --curve: run that first, with the same --tiny or not")
+        raise SystemExit(f"{flag} adds to the curve of --curve: run that first, with the same --tiny or not")
+    return report
+
+
+def gpt_curve_main(ck, pieces, opts: Options, json_path: Path | None, say) -> dict:
+    """The GPT on the curve's label subsets, added to the curve already in the JSON file."""
+    report = existing_curve(json_path, opts, "--gpt-curve")
+    curve = report["curve"]
+    runs = curve_runs(("gpt",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
+    add_gpt_curve(curve, runs)
+    report["curve_setup"]["gpt"] = {"checkpoint": str(GPT_CHECKPOINT.relative_to(REPO)), "head": "last token",
+                                    "lm_weight": 0.5, "recipe": asdict(CURVE_RECIPE.tune),
+                                    "date": time.strftime("%Y-%m-%d")}
+    write_json(json_path, report)
+    print(f"\n{'labels':>6s} {'GPT':>7s} {'BERT':>7s} {'scratch':>7s}  GPT - scratch [95%]")
+    for c in curve:
+        lo, hi = c["gpt_vs_scratch"]["diff_ci95"]
+        print(f"{c['labels']:6d} {statistics.fmean(c['gpt']):7.4f} {statistics.fmean(c['pretrained']):7.4f} "
+              f"{statistics.fmean(c['scratch']):7.4f}  {c['gpt_vs_scratch']['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    return report
+
+
+def cnn_curve_main(words, opts: Options, json_path: Path | None, say) -> dict:
+    """The CNNs on the curve's label subsets, added to the curve already in the JSON file."""
+    report = existing_curve(json_path, opts, "--cnn-curve")
     curve = report["curve"]
     add_cnn_curve(curve, run_cnn_curve(words, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say))
     report["curve_setup"]["cnn"] = {"variants": {"cnn_rand": "rand", "cnn_vectors": "nonstatic"},
@@ -484,13 +554,16 @@ def parse(argv: list[str] | None):
                    "scratch and bag-of-words on 100 to all labels), added to the JSON file's other results")
     p.add_argument("--cnn-curve", action="store_true", help="Kim's CNN from random embeddings and from the domain "
                    "word vectors on the label subsets of the curve already in the JSON file, added to it")
+    p.add_argument("--gpt-curve", action="store_true", help="the chapter's GPT fine-tuned with its own head and "
+                   "auxiliary LM loss on the label subsets of the curve already in the JSON file, added to it")
     p.add_argument("--curve-seeds", type=int, default=5, help="label subsets per budget (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="curve runs at once, one thread each (default 1)")
     a = p.parse_args(argv)
     if a.curve_seeds < 2:
         p.error("--curve-seeds must be at least 2 (the curve's intervals are paired over seeds)")
     opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device, curve=a.curve,
-                   curve_seeds=a.curve_seeds, jobs=max(1, a.jobs), cnn_curve=a.cnn_curve)
+                   curve_seeds=a.curve_seeds, jobs=max(1, a.jobs), cnn_curve=a.cnn_curve,
+                   gpt_curve=a.gpt_curve)
     if a.tiny:
         opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
                        w2v_epochs=1, budgets=(20, None), curve_epochs_cap=1)

@@ -96,7 +96,8 @@ def fine_tune_classifier(model: nn.Module, train: tuple[list[list[int]], torch.T
                          device: torch.device | str = "cpu") -> FineTuneResult:
     """Fine-tune ``model`` (ids (B,T) -> logits (B,C), with ``layer_groups()`` bottom to top) on ``train``
     (id lists, labels (N,)) with the rates, schedule and unfreezing of ``config``; keep the epoch with the
-    best accuracy on ``valid``."""
+    best accuracy on ``valid``. A model that leaves a loss in ``aux_loss`` as it computes the logits (GPT's
+    auxiliary language-model loss) has it added to the classifier's."""
     start = time.perf_counter()
     groups = model.layer_groups()
     opt = torch.optim.AdamW(discriminative_groups(groups, config.lr, config.decay), weight_decay=config.weight_decay)
@@ -126,6 +127,8 @@ def _fine_tune_epoch(model, groups, opt, sched, train, order, config: FineTuneCo
         idx = order[i:i + config.batch].tolist()
         x = pad_batch([ids[j] for j in idx]).tokens.to(device)  # (B,T)
         loss = F.cross_entropy(model(x), labels[idx].to(device))
+        if getattr(model, "aux_loss", None) is not None:  # an auxiliary loss of the same pass (GPT's LM loss)
+            loss = loss + model.aux_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)

@@ -1,4 +1,5 @@
-"""``nlpcourse.models.gpt``: the causal LM never reads the future, learns, and samples reproducibly."""
+"""``nlpcourse.models.gpt``: the causal LM never reads the future, learns, and samples reproducibly; its
+classifier reads the last real token and adds the auxiliary LM loss while it fine-tunes."""
 from __future__ import annotations
 
 import os
@@ -12,9 +13,11 @@ from causal_support import redrawn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nlpcourse.data.batching import pad_batch
 from nlpcourse.data.wordpiece import WordPieces
 from nlpcourse.errors import ConfigError, ShapeError
-from nlpcourse.models.gpt import GPT, GPTConfig, gpt_from_config, gpt_loss, sample
+from nlpcourse.finetune import FineTuneConfig, fine_tune_classifier
+from nlpcourse.models.gpt import GPT, GPTClassifier, GPTConfig, gpt_from_config, gpt_loss, sample
 from nlpcourse.train import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,3 +90,36 @@ def test_training_script_writes_a_checkpoint_that_loads(tmp_path):
     ck = load_checkpoint(out, build=gpt_from_config)
     assert ck.model.config.vocab == WordPieces.from_json(ck.extra["tokenizer"]).vocab_size
     assert 0 < ck.extra["val_loss"] < 9 and ck.extra["seconds"] > 0 and ck.extra["train_config"]["layers"] == 1
+
+
+# ------------------------------------------------------------------ fine-tuning for classification
+
+
+def test_classifier_reads_the_last_real_token_and_padding_changes_nothing():
+    model = GPTClassifier(tiny(1), classes=3).eval()
+    a, b = [2, 5, 7, 3], [2, 4, 3]
+    alone = model(torch.tensor([b]))  # (1,3)
+    batched = model(pad_batch([a, b]).tokens)  # b padded with one 0
+    torch.testing.assert_close(batched[1], alone[0])
+    h = model.gpt.states(torch.tensor([b]))  # (1,3,D)
+    torch.testing.assert_close(alone[0], model.out(h[0, -1]))
+    assert model.aux_loss is None  # evaluation mode: no auxiliary loss
+    with pytest.raises(ConfigError):
+        GPTClassifier(tiny(), classes=1)
+
+
+def test_classifier_keeps_the_lm_loss_of_the_same_pass_and_fine_tuning_adds_it():
+    ids = torch.tensor([[2, 5, 7, 3], [2, 4, 6, 3]])
+    model = GPTClassifier(tiny(2), classes=2, lm_weight=0.5).train()
+    model(ids)
+    torch.testing.assert_close(model.aux_loss, 0.5 * gpt_loss(model.gpt, ids))
+    groups = model.layer_groups()
+    assert sorted(map(id, (p for g in groups for p in g))) == sorted(map(id, model.parameters()))
+    data = ([[2, 5, 3], [2, 6, 3], [2, 5, 5, 3], [2, 7, 3]], torch.tensor([1, 0, 1, 0]))
+    tuned = []
+    for weight in (0.5, 0.0):
+        torch.manual_seed(0)
+        model = GPTClassifier(tiny(3), classes=2, lm_weight=weight)
+        fine_tune_classifier(model, data, data, FineTuneConfig(epochs=1, batch=2, lr=1e-2))
+        tuned.append(model.gpt.tok_embed.weight.detach())
+    assert not torch.allclose(*tuned)  # the LM loss moved the weights: fine-tuning added it

@@ -150,6 +150,19 @@ def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(
         assert len(c["cnn_rand"]) == len(c["cnn_vectors"]) == 2 and all(0 < a < 1 for a in c["cnn_rand"])
         d = [a - b for a, b in zip(c["cnn_vectors"], c["cnn_rand"])]
         assert c["cnn"]["diff_mean"] == pytest.approx(sum(d) / 2)
+    # --gpt-curve: the GPT on the same subsets, paired with both BERTs
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--gpt-curve", "--tiny", "--jobs", "2",
+                           "--threads", "1", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    final = json.loads(out.read_text())
+    assert final["curve_setup"]["gpt"]["lm_weight"] == 0.5 and "cnn" in final["curve_setup"]
+    for c, before in zip(final["curve"], after["curve"]):
+        assert {k: c[k] for k in before} == before
+        assert len(c["gpt"]) == len(c["gpt_auc"]) == 2 and all(0 < a < 1 for a in c["gpt"] + c["gpt_auc"])
+        for key, other in (("gpt_vs_scratch", "scratch"), ("gpt_vs_bert", "pretrained")):
+            d = [a - b for a, b in zip(c["gpt"], c[other])]
+            assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
 
 
 def test_a_cnn_from_vectors_knows_every_word_with_a_vector_and_cnn_rand_only_its_labelled_words():

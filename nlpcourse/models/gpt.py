@@ -61,15 +61,53 @@ class GPT(nn.Module):
             if p.dim() > 1:
                 nn.init.normal_(p, std=0.02)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """(B,T) ids -> (B,T,V) logits of the next token at each position."""
+    def states(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B,T) ids -> (B,T,D) final states, each position's from the positions up to it."""
         T = ids.shape[1]
         if T > self.config.max_len:
             raise ShapeError(f"GPT: {T} positions, the context holds {self.config.max_len} (max_len)")
         x = self.drop(self.tok_embed(ids) + self.pos_embed(torch.arange(T, device=ids.device))[None])
         causal = torch.ones(T, T, dtype=torch.bool, device=ids.device).triu(1)  # True: may NOT attend (PyTorch's)
-        h = self.blocks(x, mask=causal, is_causal=True)  # (B,T,D)
-        return h @ self.tok_embed.weight.T  # (B,T,D) x (D,V) -> (B,T,V)
+        return self.blocks(x, mask=causal, is_causal=True)  # (B,T,D)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B,T) ids -> (B,T,V) logits of the next token at each position."""
+        return self.states(ids) @ self.tok_embed.weight.T  # (B,T,D) x (D,V) -> (B,T,V)
+
+
+class GPTClassifier(nn.Module):
+    """GPT fine-tuned for classification (Radford et al., 2018, section 3.2): a linear layer on the final
+    state of each sequence's last real token (eq. 3), the whole network trained with the classifier's loss plus
+    ``lm_weight`` times the language-model loss of the same pass (eq. 5, lambda = 0.5), which the model leaves
+    in ``aux_loss`` while training (``nlpcourse.finetune`` adds it)."""
+
+    def __init__(self, gpt: GPT, classes: int, lm_weight: float = 0.5):
+        super().__init__()
+        if classes < 2 or lm_weight < 0:
+            raise ConfigError(f"GPTClassifier: need classes >= 2 and lm_weight >= 0, got {classes}, {lm_weight}")
+        self.gpt, self.lm_weight = gpt, lm_weight
+        self.drop = nn.Dropout(gpt.config.dropout)
+        self.out = nn.Linear(gpt.config.d_model, classes)
+        self.aux_loss: torch.Tensor | None = None
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B,T) ids, padded at the end -> (B,C) logits; in training mode also sets ``aux_loss``."""
+        h = self.gpt.states(ids)  # (B,T,D)
+        last = (ids != self.gpt.config.pad_id).sum(1).clamp(min=1) - 1  # (B,) each sequence's last real token
+        logits = self.out(self.drop(h[torch.arange(len(ids), device=ids.device), last]))  # (B,D) -> (B,C)
+        self.aux_loss = None
+        if self.training and self.lm_weight:
+            lm = h[:, :-1] @ self.gpt.tok_embed.weight.T  # (B,T-1,D) x (D,V) -> (B,T-1,V)
+            self.aux_loss = self.lm_weight * F.cross_entropy(lm.flatten(0, 1), ids[:, 1:].flatten(),
+                                                             ignore_index=self.gpt.config.pad_id)
+        return logits
+
+    def layer_groups(self) -> list[list[nn.Parameter]]:
+        """Bottom to top (``nlpcourse.finetune``): the embeddings, each layer, the final norm and the classifier."""
+        g = self.gpt
+        layers = [list(layer.parameters()) for layer in g.blocks.layers]
+        return [[*g.tok_embed.parameters(), *g.pos_embed.parameters()], *layers,
+                [*g.blocks.norm.parameters(), *self.out.parameters()]]
 
 
 def gpt_from_config(config: dict) -> GPT:
