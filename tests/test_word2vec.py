@@ -28,6 +28,7 @@ from nlpcourse.errors import ConfigError, CourseError, DataError
 from nlpcourse.models.ppmi_svd import cooccurrence, ppmi, ppmi_svd_vectors
 from nlpcourse.models.word2vec import Word2Vec, Word2VecConfig, interleave, keep_probability
 from nlpcourse.vectors import WordVectors, evaluate_analogies, evaluate_similarity, evaluation_path
+from scripts.train_word2vec import median_lengths
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "data" / "checkpoints" / "word2vec_sg.bin"
@@ -514,6 +515,27 @@ def test_training_script_tiny_run(tmp_path):
     report = json.loads(out.with_suffix(".json").read_text())
     assert report["config"]["epochs"] == 1 and len(report["history"]["loss"]) > 10
     assert set(report["analogies"]) == {"3CosAdd", "3CosMul"}
+    assert report["config"]["architecture"] == "skipgram"
+    assert report["median_length"]["input"] > 0 and report["median_length"]["output"] > 0
+
+
+def test_training_script_trains_cbow_with_the_update_asked_for(tmp_path):
+    """The chapter's two CBOW checkpoints: the update named in the report, and the median lengths the
+    chapter compares, which are those of the trained matrices (the input ones without the padding row)."""
+    out, script = tmp_path / "c.bin", str(ROOT / "scripts" / "train_word2vec.py")
+    proc = subprocess.run([sys.executable, script, "--tiny", "--architecture", "cbow", "--cbow-update", "exact",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["config"]["architecture"] == "cbow" and report["config"]["cbow_update"] == "exact"
+    assert WordVectors.load(out).dim == 16 and report["median_length"]["input"] > 0
+    corpus = build_word_corpus(["a b a c".split()], min_count=1)
+    model = Word2Vec(Word2VecConfig(dim=4), corpus)
+    model.W_in[:-1], model.W_out[:] = 3.0, torch.tensor([[0.0] * 4, [1.0] * 4, [2.0] * 4])
+    assert median_lengths(model) == {"input": 6.0, "output": 2.0}
+    proc = subprocess.run([sys.executable, script, "--tiny", "--cbow-update", "exact", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2 and "--cbow-update exact is for --architecture cbow" in proc.stderr
 
 
 def test_benchmark_small_run_writes_the_documented_json(tmp_path):
