@@ -1,10 +1,20 @@
 """Pretrain the pretraining chapter's small BERT (``nlpcourse.models.bert``) with the masked-LM objective, in
 one process or in several under ``torchrun`` (DistributedDataParallel: gloo on CPU, nccl on CUDA).
 
-The text is the movie-review snippets of the training part of the CNN chapter's split (by movie, seed 0):
-unlabelled here, they are what domain-adaptive pretraining reads before the classifier is fine-tuned. A
-WordPiece vocabulary is learnt on them (or read back from the state being resumed) and each snippet becomes
-``[CLS] pieces [SEP]``.
+The text (``--corpus``) is the movie-review snippets of the training part of the CNN chapter's split (by
+movie, seed 0; ``reviews``, the default): unlabelled here, they are the task's own text, what task-adaptive
+pretraining reads before the classifier is fine-tuned (Gururangan et al., 2020). Or it is all the English the
+course ships (``english``: the Brown corpus, Austen, Shakespeare and the King James Bible, about 3.6 million
+words), its consecutive sentences packed into segments of at most ``--max-len`` pieces, as BERT packed its
+text. A WordPiece vocabulary is learnt on the text of the run (for ``english``, on it and the snippets
+together, so that a later stage on the snippets shares it), or read back from the state being resumed or the
+checkpoint a stage starts from (``--init``); each snippet or segment becomes ``[CLS] pieces [SEP]``.
+
+Two stages, as in Gururangan et al.: pretrain on the English first, then go on with the snippets from its
+checkpoint (``--init``: its weights and vocabulary, a new optimiser and schedule):
+
+    python scripts/pretrain_bert.py --corpus english --steps 8000 --out data/checkpoints/bert_english.pt
+    python scripts/pretrain_bert.py --init data/checkpoints/bert_english.pt --steps 2000 --out ...
 
 Every step reads one **global** batch of ``--batch`` snippets, drawn from ``(seed, step)`` alone, and masks
 it with a generator seeded the same way, so the data do not depend on how many processes share the work:
@@ -47,9 +57,9 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 import nlpcourse
-from nlpcourse.data import load_reviews, split_indices
+from nlpcourse.data import load_brown, load_lines, load_reviews, load_text, sentences, split_indices
 from nlpcourse.data.batching import pad_batch
-from nlpcourse.data.wordpiece import PAD_ID, WordPieces, train_wordpiece
+from nlpcourse.data.wordpiece import CLS_ID, PAD_ID, SEP_ID, WordPieces, train_wordpiece
 from nlpcourse.errors import ConfigError, CourseError, FormatError
 from nlpcourse.models.bert import IGNORE, Bert, BertConfig, build_bert, mlm_corrupt
 
@@ -73,7 +83,14 @@ class PretrainSettings:
     weight_decay: float = 0.01
     clip: float = 1.0  # global gradient-norm bound
     seed: int = 0  # the initial weights, and with the step number every batch and its masking
+    corpus: str = "reviews"  # "reviews": the training snippets; "english": the course's English, packed
 
+
+CORPORA = ("reviews", "english")
+#: The English the course ships, in the order a segment never crosses: Brown, Austen, Shakespeare, the KJV.
+ENGLISH = ("brown", "austen", "shakespeare", "kjv")
+#: The settings a stage started with ``--init`` must share with the checkpoint it starts from.
+ARCHITECTURE = ("vocab_size", "d_model", "heads", "layers", "d_ff", "max_len")
 
 TINY = dict(vocab_size=600, d_model=32, heads=2, layers=2, d_ff=64, max_len=32, batch=16, warmup=2, lr=2e-3)
 
@@ -123,6 +140,45 @@ def training_snippets() -> list[str]:
 
 def encode_snippets(wp: WordPieces, texts: list[str], max_len: int) -> list[list[int]]:
     return [wp.pair(t, max_len=max_len).ids for t in texts]
+
+
+def english_texts(max_sentences: int | None = None) -> list[list[str]]:
+    """The sentences of each corpus of ENGLISH, as text (Brown's words joined by spaces; a verse a sentence
+    for the KJV); at most ``max_sentences`` of each (None: all)."""
+    def of(name: str) -> list[str]:
+        if name == "brown":
+            text = (" ".join(word for word, _ in sent) for sent in load_brown())
+            return [t.replace("``", '"').replace("''", '"') for t in text]  # Brown's quotes as text's
+        return load_lines(name) if name == "kjv" else sentences(load_text(name))
+
+    return [of(name)[:max_sentences] for name in ENGLISH]
+
+
+def pack_segments(wp: WordPieces, corpora: list[list[str]], max_len: int) -> list[list[int]]:
+    """``[CLS] pieces [SEP]`` segments of at most ``max_len`` ids: consecutive sentences of one corpus, as many
+    as fit; a sentence longer than a segment is cut into segments of its own."""
+    room, out = max_len - 2, []
+    for texts in corpora:
+        current: list[int] = []
+        for enc in wp.tokenizer.encode_batch(texts):
+            ids = enc.ids
+            if current and len(current) + len(ids) > room:
+                out.append(current)
+                current = []
+            while len(ids) > room:
+                out.append(ids[:room])
+                ids = ids[room:]
+            current += ids
+        if current:
+            out.append(current)
+    return [[CLS_ID, *seg, SEP_ID] for seg in out]
+
+
+def training_data(wp: WordPieces, s: PretrainSettings, max_sentences: int | None = None) -> list[list[int]]:
+    """The id lists a run draws its batches from."""
+    if s.corpus == "english":
+        return pack_segments(wp, english_texts(max_sentences), s.max_len)
+    return encode_snippets(wp, training_snippets(), s.max_len)
 
 
 def global_batch(data: list[list[int]], s: PretrainSettings, step: int, vocab: int):
@@ -202,6 +258,8 @@ class RunOptions:
     stop_at: int | None = None  # stop after this step (the schedule still runs to ``steps``): resume later
     progress: bool = False
     tokenizer: str | None = None  # a saved vocabulary instead of learning one
+    init: Path | None = None  # a checkpoint of an earlier stage: its weights and vocabulary start this run
+    max_sentences: int | None = None  # of each English corpus (tests); None: all
 
     @property
     def state(self) -> Path:
@@ -219,13 +277,14 @@ class Run:
     wp: WordPieces
     losses: list[float]
     seconds: float = 0.0  # wall time of the steps done, over every resumed part of the run
+    stages: list = dataclasses.field(default_factory=list)  # the earlier stages: settings, losses, seconds
 
     def save_state(self, path: Path) -> None:
         """The resumable state, written atomically."""
         payload = {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                    "schedule": self.sched.state_dict(), "step": len(self.losses),
                    "settings": dataclasses.asdict(self.settings), "tokenizer": self.wp.to_json(),
-                   "losses": self.losses, "seconds": self.seconds}
+                   "losses": self.losses, "seconds": self.seconds, "stages": self.stages}
         tmp = path.with_name(path.name + ".tmp")
         torch.save(payload, tmp)
         tmp.replace(path)
@@ -233,7 +292,7 @@ class Run:
     def save_model(self, path: Path) -> None:
         nlpcourse.save_checkpoint(path, self.model, self.model.config, extra={
             "tokenizer": self.wp.to_json(), "losses": self.losses, "seconds": self.seconds,
-            "settings": dataclasses.asdict(self.settings)})
+            "settings": dataclasses.asdict(self.settings), "stages": self.stages})
 
 
 def start(s: PretrainSettings, o: RunOptions, world: World) -> Run:
@@ -241,20 +300,38 @@ def start(s: PretrainSettings, o: RunOptions, world: World) -> Run:
     state = load_state(o.resume) if o.resume else None
     if state is not None:
         s = dataclasses.replace(PretrainSettings(**state["settings"]), steps=s.steps)
+    earlier = initial_stage(o.init, s) if o.init and state is None else None
     _check(s, world)
-    wp = vocabulary(state["tokenizer"] if state else o.tokenizer, s, world)
+    saved = state["tokenizer"] if state else earlier.extra["tokenizer"] if earlier else o.tokenizer
+    wp = vocabulary(saved, s, world, o.max_sentences)
     config = BertConfig(wp.vocab_size, s.d_model, s.heads, s.layers, s.d_ff, s.max_len, dropout=s.dropout)
     model = build_bert(config, seed=s.seed, device=world.device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
     run = Run(s, model, opt, torch.optim.lr_scheduler.LambdaLR(opt, schedule(s)), wp, [])
+    if earlier is not None:
+        model.load_state_dict(earlier.state_dict)
+        run.stages = [*earlier.extra.get("stages", []), {k: earlier.extra[k] for k in ("settings", "losses",
+                                                                                        "seconds")}]
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         run.sched.load_state_dict(state["schedule"])
         run.losses, run.seconds = list(state["losses"]), float(state.get("seconds", 0.0))
+        run.stages = list(state.get("stages", []))
     for p in [*model.pool.parameters(), *model.nsp.parameters()]:
         p.requires_grad_(False)  # masked-LM only (next-sentence prediction dropped, as RoBERTa did)
     return run
+
+
+def initial_stage(path: Path, s: PretrainSettings):
+    """The checkpoint an ``--init`` run starts from; refused unless its architecture is ``s``'s."""
+    earlier = nlpcourse.load_checkpoint(path)  # a DataError naming the path if there is none
+    theirs = earlier.extra.get("settings") or {}
+    differ = [f"--{k.replace('_', '-')} {getattr(s, k)} (the checkpoint: {theirs.get(k)})"
+              for k in ARCHITECTURE if theirs.get(k) != getattr(s, k)]
+    if differ:
+        raise ConfigError(f"pretrain_bert: --init {path} has another architecture: {', '.join(differ)}")
+    return earlier
 
 
 def load_state(path: Path) -> dict:
@@ -266,10 +343,15 @@ def load_state(path: Path) -> dict:
         raise FormatError(f"pretrain_bert: {path} is not a state written by this script: {exc}") from exc
 
 
-def vocabulary(saved: str | None, s: PretrainSettings, world: World) -> WordPieces:
-    """The saved vocabulary, or one learnt on the training snippets; every process gets process 0's (learning
-    is not exactly reproducible, see ``nlpcourse.data.wordpiece``)."""
-    wp = WordPieces.from_json(saved) if saved else WordPieces(train_wordpiece(training_snippets(), s.vocab_size))
+def vocabulary(saved: str | None, s: PretrainSettings, world: World, max_sentences: int | None = None) -> WordPieces:
+    """The saved vocabulary, or one learnt on the training snippets (and the English, for ``english``); every
+    process gets process 0's (learning is not exactly reproducible, see ``nlpcourse.data.wordpiece``)."""
+    if saved:
+        wp = WordPieces.from_json(saved)
+    else:
+        english = [t for c in english_texts(max_sentences) for t in c] if s.corpus == "english" else []
+        texts = training_snippets() + english
+        wp = WordPieces(train_wordpiece(texts, s.vocab_size))
     if world.size > 1:
         shared = [wp.to_json()]
         dist.broadcast_object_list(shared, src=0)
@@ -280,7 +362,7 @@ def vocabulary(saved: str | None, s: PretrainSettings, world: World) -> WordPiec
 def pretrain(s: PretrainSettings, o: RunOptions, world: World) -> list[float]:
     """Run the steps after the last one done, up to ``s.steps`` (or ``o.stop_at``); save; the losses."""
     run = start(s, o, world)
-    data = encode_snippets(run.wp, training_snippets(), run.settings.max_len)
+    data = training_data(run.wp, run.settings, o.max_sentences)
     wrapped = DistributedDataParallel(MaskedLM(run.model)) if world.size > 1 else MaskedLM(run.model)
     steps = range(len(run.losses) + 1, min(run.settings.steps, o.stop_at or run.settings.steps) + 1)
     if o.progress and world.main:
@@ -310,6 +392,8 @@ def _check(s: PretrainSettings, world: World) -> None:
                           f"= {world.size} x {s.accumulate}")
     if not 1 <= s.warmup < s.steps:
         raise ConfigError(f"pretrain_bert: --warmup must be in [1, --steps), got {s.warmup} and {s.steps}")
+    if s.corpus not in CORPORA:
+        raise ConfigError(f"pretrain_bert: --corpus must be one of {', '.join(CORPORA)}, got {s.corpus!r}")
     if not 0.0 <= s.dropout < 1.0 or s.lr <= 0 or not math.isfinite(s.lr):
         raise ConfigError("pretrain_bert: --dropout must be in [0, 1) and --lr positive")
 
@@ -323,6 +407,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--resume", type=Path, help="the OUT.state of an earlier run: go on to --steps")
     p.add_argument("--loss-log", type=Path, help="append one JSON line per step (process 0)")
     p.add_argument("--tokenizer", type=Path, help="a saved WordPiece vocabulary (JSON) instead of learning one")
+    p.add_argument("--init", type=Path, help="a checkpoint of an earlier stage: start from its weights and "
+                   "vocabulary, with a new optimiser and schedule")
+    p.add_argument("--max-sentences", type=int, help="of each English corpus (tests); default all")
     p.add_argument("--save-every", type=int, default=0, help="write OUT.state every so many steps")
     p.add_argument("--stop-at", type=int, help="stop after this step, the schedule unchanged (resume later)")
     p.add_argument("--threads", type=int, help="torch threads per process")
@@ -336,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     world = join_world()
     try:
         options = RunOptions(args.out, args.resume, args.loss_log, args.save_every, args.stop_at, args.progress,
-                             args.tokenizer.read_text() if args.tokenizer else None)
+                             args.tokenizer.read_text() if args.tokenizer else None, args.init, args.max_sentences)
         losses = pretrain(s, options, world)
         if world.main:
             print(f"{len(losses)} steps, last loss {losses[-1]:.3f}; wrote {args.out}")

@@ -32,6 +32,7 @@ from nlpcourse.models.bert import (
     to_huggingface,
 )
 from nlpcourse.train import load_checkpoint
+from scripts.pretrain_bert import TINY, PretrainSettings, RunOptions, World, pack_segments, start
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "pretrain_bert.py"
@@ -269,10 +270,52 @@ def test_a_stopped_run_resumed_ends_where_a_straight_run_does(tmp_path, vocab_fi
     assert all(r["pieces"] > 16 for r in log), "pieces per step: more than one per snippet"
 
 
+def test_segments_pack_whole_sentences_of_one_corpus_and_lose_no_piece(wp):
+    """Consecutive sentences fill a segment as far as they fit; a segment never holds two corpora; a sentence
+    longer than a segment is cut into segments of its own; every piece is kept, in order."""
+    corpora = [["the film is good .", "a dull , dull story", "it was long"] * 4,
+               [" ".join(["remarkable performances"] * 20), "short one"]]
+    segments = pack_segments(wp, corpora, 16)
+    assert all(len(seg) <= 16 and seg[0] == CLS_ID and seg[-1] == SEP_ID for seg in segments)
+    inner = [seg[1:-1] for seg in segments]
+    sentences = [wp.ids(t) for texts in corpora for t in texts]
+    assert sum(inner, []) == sum(sentences, [])
+    first = sum(len(wp.ids(t)) for t in corpora[0])
+    ends = [sum(len(x) for x in inner[:k + 1]) for k in range(len(inner))]
+    assert first in ends, "the first corpus ends where a segment ends"
+    lengths = [len(ids) for ids in sentences[:12]]
+    assert len(inner[0]) == max(sum(lengths[:k]) for k in range(13) if sum(lengths[:k]) <= 14)
+    long = wp.ids(corpora[1][0])
+    assert len(long) > 14 and inner[ends.index(first) + 1] == long[:14]
+
+
+def test_a_stage_started_from_a_checkpoint_has_its_weights_and_vocabulary(tmp_path, vocab_file):
+    """--init: the checkpoint's weights and vocabulary, a new optimiser and schedule, the earlier stage kept in
+    the record; --corpus english draws its segments from the course's English."""
+    losses, first = pretrain(tmp_path, "english", "--corpus", "english", "--max-sentences", "200",
+                             "--tokenizer", str(vocab_file), "--steps", "4")
+    earlier = load_checkpoint(first)
+    assert len(losses) == 4 and earlier.extra["settings"]["corpus"] == "english"
+    settings = PretrainSettings(**(TINY | {"steps": 3}))
+    run = start(settings, RunOptions(tmp_path / "next.pt", init=first), World(0, 1, torch.device("cpu")))
+    assert all(torch.equal(v, earlier.state_dict[k]) for k, v in run.model.state_dict().items())
+    assert run.wp.to_json() == earlier.extra["tokenizer"] and run.losses == [] and run.settings.corpus == "reviews"
+    assert run.stages == [{"settings": earlier.extra["settings"], "losses": losses,
+                           "seconds": earlier.extra["seconds"]}]
+    assert run.opt.state_dict()["state"] == {} and run.sched.last_epoch == 0
+    rest, second = pretrain(tmp_path, "reviews", "--init", str(first), "--steps", "3")
+    assert len(rest) == 3 and load_checkpoint(second).extra["stages"] == json.loads(json.dumps(run.stages))
+
+
 def test_pretraining_refuses_bad_settings_with_a_message(tmp_path):
+    tiny = tmp_path / "tiny.pt"
+    pretrain(tmp_path, "tiny", "--steps", "3", "--max-sentences", "50", "--corpus", "english")
     for args, message in ((["--batch", "15", "--accumulate", "2"], "must be a multiple"),
                           (["--resume", str(tmp_path / "none.state")], "no state to resume"),
-                          (["--steps", "3", "--warmup", "3"], "--warmup")):
+                          (["--steps", "3", "--warmup", "3"], "--warmup"),
+                          (["--corpus", "klingon"], "--corpus must be one of reviews, english"),
+                          (["--init", str(tmp_path / "none.pt")], "no checkpoint at"),
+                          (["--init", str(tiny), "--layers", "3"], "another architecture: --layers 3")):
         proc = subprocess.run([sys.executable, str(SCRIPT), "--tiny", "--out", str(tmp_path / "x.pt"), *args],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
