@@ -111,7 +111,7 @@ def tagger_run(task: tuple) -> dict:
 
 def most_frequent(labels: int, seed: int, test_stride: int) -> float:
     """The most-frequent-tag baseline fitted to the same subset."""
-    split = _data()[0]
+    split = tagging_split()  # not _data(): the biLM is the taggers', not the baseline's
     test = split.test[::test_stride]
     return tag_accuracy(MostFrequentTag(labelled_part(split, labels, seed)).predict(test), split.tag_ids(test))
 

@@ -233,13 +233,12 @@ def curve_run(task: tuple) -> dict:
     """One (network, budget, seed) point: fine-tune on the label subset, keep the best validation epoch,
     score the test part (accuracy and ROC AUC)."""
     network, labels, seed, ck, parts, epochs_cap = task
-    torch.set_num_threads(1)
+    nlpcourse.use_threads(1)
     (ids, y), valid, (test_ids, test_y) = parts
     pick = label_subset(len(ids), labels, seed)
     train = ([ids[i] for i in pick], y[pick])
     epochs = min(epochs_cap, curve_epochs(len(pick)))
-    torch.manual_seed(seed)
-    model = curve_model(network, ck, seed)
+    model = curve_model(network, ck, seed)  # seeds the head's draws with ``seed`` itself
     result = fine_tune_classifier(model, train, valid, replace(CURVE_RECIPE.tune, seed=seed, epochs=epochs))
     prob = fresh_probabilities(model, test_ids)
     return {"network": network, "labels": labels, "seed": seed, "epochs": epochs,
@@ -480,11 +479,7 @@ def gpt_curve_main(ck, pieces, opts: Options, json_path: Path | None, say) -> di
                                     "lm_weight": 0.5, "recipe": asdict(CURVE_RECIPE.tune),
                                     "date": time.strftime("%Y-%m-%d")}
     write_json(json_path, report)
-    print(f"\n{'labels':>6s} {'GPT':>7s} {'BERT':>7s} {'scratch':>7s}  GPT - scratch [95%]")
-    for c in curve:
-        lo, hi = c["gpt_vs_scratch"]["diff_ci95"]
-        print(f"{c['labels']:6d} {statistics.fmean(c['gpt']):7.4f} {statistics.fmean(c['pretrained']):7.4f} "
-              f"{statistics.fmean(c['scratch']):7.4f}  {c['gpt_vs_scratch']['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    print_curve(curve, {"GPT": "gpt", "BERT": "pretrained", "scratch": "scratch"}, "gpt_vs_scratch", "GPT - scratch")
     return report
 
 
@@ -497,12 +492,18 @@ def cnn_curve_main(words, opts: Options, json_path: Path | None, say) -> dict:
                                     "epochs_cap": opts.cnn_epochs, "w2v_epochs": opts.w2v_epochs,
                                     "brown_tokens": opts.brown_tokens, "date": time.strftime("%Y-%m-%d")}
     write_json(json_path, report)
-    print(f"\n{'labels':>6s} {'CNN-rand':>8s} {'vectors':>8s}  vectors - rand [95%]")
-    for c in curve:
-        lo, hi = c["cnn"]["diff_ci95"]
-        print(f"{c['labels']:6d} {statistics.fmean(c['cnn_rand']):8.4f} {statistics.fmean(c['cnn_vectors']):8.4f}  "
-              f"{c['cnn']['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    print_curve(curve, {"CNN-rand": "cnn_rand", "vectors": "cnn_vectors"}, "cnn", "vectors - rand")
     return report
+
+
+def print_curve(curve: list[dict], columns: dict[str, str], diff: str, what: str) -> None:
+    """One line per budget: the mean accuracy of each column (title: the curve point's key) and the paired
+    difference ``diff`` with its 95% interval."""
+    print(f"\n{'labels':>6s} " + " ".join(f"{title:>8s}" for title in columns) + f"  {what} [95%]")
+    for c in curve:
+        lo, hi = c[diff]["diff_ci95"]
+        means = " ".join(f"{statistics.fmean(c[key]):8.4f}" for key in columns.values())
+        print(f"{c['labels']:6d} {means}  {c[diff]['diff_mean']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
 
 
 def summarise(recipes, baselines, ck, opts: Options, threads: int, checkpoint: Path) -> dict:
