@@ -7,6 +7,7 @@ distributed pretraining under ``torchrun``, in one run.
     python benchmarks/pretraining.py --curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --cnn-curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --gpt-curve --jobs 2 --json benchmarks/results/pretraining.json
+    python benchmarks/pretraining.py --stage-curve tapt --checkpoint PATH --jobs 2 --json benchmarks/results/...
 
 **The label-efficiency curve** (``--curve``, added to the JSON file's other results): for each budget of
 ``BUDGETS`` labelled training snippets, ``--curve-seeds`` random subsets (``label_subset``: the first n of a
@@ -23,7 +24,10 @@ pretraining; its vocabulary holds every word with a vector, ``vector_vocab``), t
 added to each point. With ``--gpt-curve`` (after ``--curve``), the chapter's GPT (``gpt_reviews.pt``) fine-tuned on
 the same subsets with the curve's recipe and its own head and loss (``GPTClassifier``: the last token's state,
 the auxiliary LM loss, lambda 0.5): ``gpt``, ``gpt_auc`` and its paired differences with the scratch and the
-pretrained BERT (``gpt_vs_scratch``, ``gpt_vs_bert``).
+pretrained BERT (``gpt_vs_scratch``, ``gpt_vs_bert``). With ``--stage-curve NAME --checkpoint PATH`` (after
+``--curve``), another pretrained BERT (a stage of ``scripts/pretrain_bert.py``: the course's English, then the
+snippets) fine-tuned as the chapter's on the same subsets: ``NAME``, ``NAME_auc``, ``NAME_vs_scratch`` and
+``NAME_vs_bert``, and in ``curve_setup["stages"][NAME]`` the corpus, steps and last loss of each of its stages.
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
 ``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
@@ -122,6 +126,7 @@ class Options:
     jobs: int = 1  # curve runs at once, one thread each
     cnn_curve: bool = False  # the CNNs on the curve's label subsets only, added to the curve in the JSON file
     gpt_curve: bool = False  # the GPT on the curve's label subsets only, added to the curve in the JSON file
+    stage_curve: str | None = None  # this name's line on the curve: the --checkpoint fine-tuned on its subsets
 
 
 # ------------------------------------------------------------------ data
@@ -313,6 +318,24 @@ def add_gpt_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
                      gpt_vs_scratch=cnn.paired(acc, point["scratch"]), gpt_vs_bert=cnn.paired(acc, point["pretrained"]))
 
 
+#: Keys of a curve point that a --stage-curve name may not take.
+CURVE_KEYS = {"labels", "all", "epochs", "pretrained", "scratch", "bow", "auc", "gpt", "cnn", "cnn_rand",
+              "cnn_vectors", "diff_mean", "diff_ci95"}
+
+
+def add_stage_curve(curve: list[dict], runs: dict[tuple, dict], name: str) -> None:
+    """Each curve point gains ``name`` and ``<name>_auc`` (per seed: another pretrained checkpoint fine-tuned
+    as the chapter's is, on the same subsets) and its accuracy's paired differences with the scratch BERT's
+    (``<name>_vs_scratch``) and the chapter's pretrained BERT's (``<name>_vs_bert``)."""
+    for point in curve:
+        labels = None if point["all"] else point["labels"]
+        seeds = range(len(point["pretrained"]))
+        acc = [runs["pretrained", labels, s]["accuracy"] for s in seeds]
+        point.update({name: acc, f"{name}_auc": [runs["pretrained", labels, s]["auc"] for s in seeds],
+                      f"{name}_vs_scratch": cnn.paired(acc, point["scratch"]),
+                      f"{name}_vs_bert": cnn.paired(acc, point["pretrained"])})
+
+
 def curve_point(runs: dict, words: list, labels: int | None, seeds: int) -> dict:
     get = {(net, key): [runs[net, labels, s][key] for s in range(seeds)]
            for net in ("pretrained", "scratch") for key in ("accuracy", "auc")}
@@ -430,6 +453,8 @@ def main(argv: list[str] | None = None) -> dict:
         return cnn_curve_main(words, opts, json_path, say)
     if opts.gpt_curve:
         return gpt_curve_main(ck, pieces, opts, json_path, say)
+    if opts.stage_curve:
+        return stage_curve_main(ck, pieces, opts, json_path, checkpoint, say)
     if opts.curve:
         return curve_main(ck, pieces, words, opts, json_path, checkpoint, say)
     baselines = run_baselines(words, opts, say)
@@ -480,6 +505,26 @@ def gpt_curve_main(ck, pieces, opts: Options, json_path: Path | None, say) -> di
                                     "date": time.strftime("%Y-%m-%d")}
     write_json(json_path, report)
     print_curve(curve, {"GPT": "gpt", "BERT": "pretrained", "scratch": "scratch"}, "gpt_vs_scratch", "GPT - scratch")
+    return report
+
+
+def stage_curve_main(ck, pieces, opts: Options, json_path: Path | None, checkpoint: Path, say) -> dict:
+    """Another pretrained checkpoint (a stage of scripts/pretrain_bert.py) on the curve's label subsets, with the
+    chapter's recipe, added to the curve already in the JSON file under ``opts.stage_curve``."""
+    name = opts.stage_curve
+    report = existing_curve(json_path, opts, "--stage-curve")
+    curve = report["curve"]
+    runs = curve_runs(("pretrained",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
+    add_stage_curve(curve, runs, name)
+    stages = [*ck.extra.get("stages", []), ck.extra]
+    report["curve_setup"].setdefault("stages", {})[name] = {
+        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
+        "pretraining": [{"corpus": st["settings"].get("corpus", "reviews"), "steps": len(st["losses"]),
+                         "last_loss": st["losses"][-1], "seconds": round(st["seconds"])} for st in stages],
+        "recipe": asdict(CURVE_RECIPE.tune), "date": time.strftime("%Y-%m-%d")}
+    write_json(json_path, report)
+    print_curve(curve, {name: name, "BERT": "pretrained", "scratch": "scratch"}, f"{name}_vs_scratch",
+                f"{name} - scratch")
     return report
 
 
@@ -557,14 +602,21 @@ def parse(argv: list[str] | None):
                    "word vectors on the label subsets of the curve already in the JSON file, added to it")
     p.add_argument("--gpt-curve", action="store_true", help="the chapter's GPT fine-tuned with its own head and "
                    "auxiliary LM loss on the label subsets of the curve already in the JSON file, added to it")
+    p.add_argument("--stage-curve", metavar="NAME", help="--checkpoint (another pretraining, such as a stage of "
+                   "scripts/pretrain_bert.py) fine-tuned as the chapter's BERT on the label subsets of the curve "
+                   "already in the JSON file, added to it as NAME")
     p.add_argument("--curve-seeds", type=int, default=5, help="label subsets per budget (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="curve runs at once, one thread each (default 1)")
     a = p.parse_args(argv)
     if a.curve_seeds < 2:
         p.error("--curve-seeds must be at least 2 (the curve's intervals are paired over seeds)")
+    if a.stage_curve is not None and (not a.stage_curve.isidentifier() or a.stage_curve in CURVE_KEYS
+                                      or a.stage_curve.startswith(("gpt_", "cnn_", "pretrained_", "scratch_"))):
+        p.error(f"--stage-curve: {a.stage_curve!r} must be a name (letters, digits, _) that the curve does not use "
+                f"already: not {', '.join(sorted(CURVE_KEYS))}")
     opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device, curve=a.curve,
                    curve_seeds=a.curve_seeds, jobs=max(1, a.jobs), cnn_curve=a.cnn_curve,
-                   gpt_curve=a.gpt_curve)
+                   gpt_curve=a.gpt_curve, stage_curve=a.stage_curve)
     if a.tiny:
         opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
                        w2v_epochs=1, budgets=(20, None), curve_epochs_cap=1)

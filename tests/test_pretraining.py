@@ -163,6 +163,29 @@ def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(
         for key, other in (("gpt_vs_scratch", "scratch"), ("gpt_vs_bert", "pretrained")):
             d = [a - b for a, b in zip(c["gpt"], c[other])]
             assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
+    # --stage-curve: another pretraining (two stages of the script, tiny) on the same subsets, under its name
+    first, second = tmp_path / "english.pt", tmp_path / "tapt.pt"
+    for args in (["--corpus", "english", "--max-sentences", "100", "--out", str(first)],
+                 ["--init", str(first), "--out", str(second)]):
+        proc = subprocess.run([sys.executable, "scripts/pretrain_bert.py", "--tiny", "--max-len", "64", "--steps",
+                               "3", "--threads", "1", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--stage-curve", "tapt", "--checkpoint",
+                           str(second), "--tiny", "--jobs", "2", "--threads", "1", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    staged = json.loads(out.read_text())
+    setup = staged["curve_setup"]["stages"]["tapt"]
+    assert [st["corpus"] for st in setup["pretraining"]] == ["english", "reviews"] and "gpt" in staged["curve_setup"]
+    for c, before in zip(staged["curve"], final["curve"]):
+        assert {k: c[k] for k in before} == before and len(c["tapt"]) == len(c["tapt_auc"]) == 2
+        for key, other in (("tapt_vs_scratch", "scratch"), ("tapt_vs_bert", "pretrained")):
+            d = [a - b for a, b in zip(c["tapt"], c[other])]
+            assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
+    for name in ("gpt", "scratch_auc", "not a name"):
+        proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--stage-curve", name, "--tiny",
+                               "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and "--stage-curve" in proc.stderr, proc.stderr
 
 
 def test_a_cnn_from_vectors_knows_every_word_with_a_vector_and_cnn_rand_only_its_labelled_words():
