@@ -31,8 +31,9 @@ from nlpcourse.models.bert import (
     mlm_loss,
     to_huggingface,
 )
-from nlpcourse.train import load_checkpoint
+from nlpcourse.train import load_checkpoint, save_checkpoint
 from scripts.pretrain_bert import TINY, PretrainSettings, RunOptions, World, pack_segments, start
+from scripts.pretrain_bert import main as pretrain_main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "pretrain_bert.py"
@@ -309,13 +310,16 @@ def test_a_stage_started_from_a_checkpoint_has_its_weights_and_vocabulary(tmp_pa
 
 def test_pretraining_refuses_bad_settings_with_a_message(tmp_path):
     tiny = tmp_path / "tiny.pt"
-    pretrain(tmp_path, "tiny", "--steps", "3", "--max-sentences", "50", "--corpus", "english")
-    for args, message in ((["--batch", "15", "--accumulate", "2"], "must be a multiple"),
-                          (["--resume", str(tmp_path / "none.state")], "no state to resume"),
-                          (["--steps", "3", "--warmup", "3"], "--warmup"),
-                          (["--corpus", "klingon"], "--corpus must be one of reviews, english"),
+    model = build_bert(BertConfig(600, 32, 2, 2, 64, 32))  # TINY's architecture
+    save_checkpoint(tiny, model, model.config, extra={"settings": TINY})
+    for args, message in ((["--corpus", "klingon"], "--corpus must be one of reviews, english"),
                           (["--init", str(tmp_path / "none.pt")], "no checkpoint at"),
                           (["--init", str(tiny), "--layers", "3"], "another architecture: --layers 3")):
+        with pytest.raises(SystemExit, match=message):  # in this process: refused before any work
+            pretrain_main(["--tiny", "--out", str(tmp_path / "x.pt"), *args])
+    for args, message in ((["--batch", "15", "--accumulate", "2"], "must be a multiple"),
+                          (["--resume", str(tmp_path / "none.state")], "no state to resume"),
+                          (["--steps", "3", "--warmup", "3"], "--warmup")):
         proc = subprocess.run([sys.executable, str(SCRIPT), "--tiny", "--out", str(tmp_path / "x.pt"), *args],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
