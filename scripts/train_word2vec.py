@@ -15,7 +15,7 @@ With ``--architecture cbow`` it trains CBOW instead, with the C tool's update of
 ``word2vec_cbow.bin`` or ``word2vec_cbow_exact.bin`` (and their JSON): the chapter compares the two.
 
     python scripts/train_word2vec.py                       # about 35 s on 2 CPU cores
-    python scripts/train_word2vec.py --architecture cbow --cbow-update exact   # about 30 s
+    python scripts/train_word2vec.py --architecture cbow --cbow-update exact   # about a minute
     python scripts/train_word2vec.py --tiny --out /tmp/w.bin   # seconds, for tests
 """
 from __future__ import annotations
