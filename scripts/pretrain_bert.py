@@ -49,6 +49,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -142,9 +143,11 @@ def encode_snippets(wp: WordPieces, texts: list[str], max_len: int) -> list[list
     return [wp.pair(t, max_len=max_len).ids for t in texts]
 
 
+@lru_cache(maxsize=1)
 def english_texts(max_sentences: int | None = None) -> list[list[str]]:
     """The sentences of each corpus of ENGLISH, as text (Brown's words joined by spaces; a verse a sentence
-    for the KJV); at most ``max_sentences`` of each (None: all)."""
+    for the KJV); at most ``max_sentences`` of each (None: all). Read once: the vocabulary and the segments
+    both need them."""
     def of(name: str) -> list[str]:
         if name == "brown":
             text = (" ".join(word for word, _ in sent) for sent in load_brown())
