@@ -257,16 +257,22 @@ def test_torchrun_with_two_processes_reproduces_the_one_process_loss_curve(tmp_p
 
 
 def test_a_stopped_run_resumed_ends_where_a_straight_run_does(tmp_path, vocab_file):
+    """The same weights and losses; the loss log holds each step once, though the stopped run had logged a step
+    after its last save (as a killed one does), and its times run on from the first part's."""
     straight, a = pretrain(tmp_path, "straight", "--tokenizer", str(vocab_file), "--steps", "5")
     first, b = pretrain(tmp_path, "stopped", "--tokenizer", str(vocab_file), "--steps", "5", "--stop-at", "2")
     assert len(first) == 2
-    rest, b = pretrain(tmp_path, "resumed", "--resume", str(b) + ".state", "--steps", "5")
-    assert first + rest == straight
+    stopped_seconds = load_checkpoint(b).extra["seconds"]
+    with open(tmp_path / "stopped.jsonl", "a") as fh:  # a step logged after the last save
+        fh.write(json.dumps({"step": 3, "loss": 9.0, "pieces": 1, "seconds": 9.0}) + "\n")
+    resumed, b = pretrain(tmp_path, "stopped", "--resume", str(b) + ".state", "--steps", "5")
+    assert resumed == straight, "the log: steps 1-2 of the first part, 3-5 of the resumed one"
     ours, theirs = load_checkpoint(a, build=bert_from_config), load_checkpoint(b, build=bert_from_config)
     assert all(torch.equal(ours.state_dict[k], theirs.state_dict[k]) for k in ours.state_dict)
     assert ours.extra["losses"] == straight and WordPieces.from_json(ours.extra["tokenizer"]).vocab_size == 600
-    stopped = load_checkpoint(tmp_path / "stopped.pt")
-    assert theirs.extra["seconds"] > stopped.extra["seconds"] > 0  # the time of both parts, not the last one's
+    assert theirs.extra["seconds"] > stopped_seconds > 0  # the time of both parts, not the last one's
+    times = [json.loads(line)["seconds"] for line in (tmp_path / "stopped.jsonl").read_text().splitlines()]
+    assert times == sorted(times) and times[2] > stopped_seconds, times
     log = [json.loads(line) for line in (tmp_path / "straight.jsonl").read_text().splitlines()]
     assert all(r["pieces"] > 16 for r in log), "pieces per step: more than one per snippet"
 
