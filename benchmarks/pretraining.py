@@ -326,14 +326,21 @@ CURVE_KEYS = {"labels", "all", "epochs", "pretrained", "scratch", "bow", "auc", 
 def add_stage_curve(curve: list[dict], runs: dict[tuple, dict], name: str) -> None:
     """Each curve point gains ``name`` and ``<name>_auc`` (per seed: another pretrained checkpoint fine-tuned
     as the chapter's is, on the same subsets) and its accuracy's paired differences with the scratch BERT's
-    (``<name>_vs_scratch``) and the chapter's pretrained BERT's (``<name>_vs_bert``)."""
+    (``<name>_vs_scratch``) and the chapter's pretrained BERT's (``<name>_vs_bert``), and its AUC's with the
+    scratch BERT's (``<name>_auc_vs_scratch``)."""
     for point in curve:
         labels = None if point["all"] else point["labels"]
         seeds = range(len(point["pretrained"]))
-        acc = [runs["pretrained", labels, s]["accuracy"] for s in seeds]
-        point.update({name: acc, f"{name}_auc": [runs["pretrained", labels, s]["auc"] for s in seeds],
-                      f"{name}_vs_scratch": cnn.paired(acc, point["scratch"]),
-                      f"{name}_vs_bert": cnn.paired(acc, point["pretrained"])})
+        point.update({name: [runs["pretrained", labels, s]["accuracy"] for s in seeds],
+                      f"{name}_auc": [runs["pretrained", labels, s]["auc"] for s in seeds]})
+        point.update(stage_differences(point, name))
+
+
+def stage_differences(point: dict, name: str) -> dict:
+    """The paired differences of a curve point's stage ``name`` (its per-seed lists) with the BERTs'."""
+    return {f"{name}_vs_scratch": cnn.paired(point[name], point["scratch"]),
+            f"{name}_vs_bert": cnn.paired(point[name], point["pretrained"]),
+            f"{name}_auc_vs_scratch": cnn.paired(point[f"{name}_auc"], point["scratch_auc"])}
 
 
 def curve_point(runs: dict, words: list, labels: int | None, seeds: int) -> dict:

@@ -32,7 +32,7 @@ CACHE = ROOT / "_build" / ".jupyter_cache"
 #: Seconds each chapter took to execute at the last measurement (one core each, two at a time: this script's
 #: own report), to start the longest first where the cache has no timing yet (a fresh clone). Only the order
 #: depends on them; a chapter missing here counts as a minute.
-EXPECTED_SECONDS = {"word2vec": 75, "pretraining": 60, "seq2seq": 55, "cnn": 50, "transformer": 49,
+EXPECTED_SECONDS = {"word2vec": 75, "pretraining": 85, "seq2seq": 55, "cnn": 50, "transformer": 49,
                     "building_blocks": 34, "rnnlm": 29}
 
 
