@@ -38,10 +38,16 @@ def bert_ck():
 @pytest.fixture(scope="module")
 def valid_ids(bert_ck):
     """The validation snippets of the CNN chapter's split, in the checkpoint's pieces."""
-    wp = WordPieces.from_json(bert_ck.extra["tokenizer"])
+    return first_valid_snippets(bert_ck)
+
+
+def first_valid_snippets(ck, n: int = 400) -> torch.Tensor:
+    """(n, T): the first ``n`` validation snippets of the CNN chapter's split, [CLS] pieces [SEP] in ``ck``'s
+    pieces, cut to 64 and padded."""
+    wp = WordPieces.from_json(ck.extra["tokenizer"])
     reviews = load_reviews()
     valid = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=[r.movie for r in reviews])[1]
-    return pad_batch([wp.pair(reviews[i].text, max_len=64).ids for i in valid[:400]]).tokens
+    return pad_batch([wp.pair(reviews[i].text, max_len=64).ids for i in valid[:n]]).tokens
 
 
 def test_review_pieces_is_the_cnn_split_in_bert_input(bert_ck, valid_ids):
@@ -85,10 +91,7 @@ def test_committed_gpt_shares_the_vocabulary_and_beats_the_unigram_model(bert_ck
 
 def held_out_mlm(ck) -> tuple[float, float]:
     """(masked-LM loss, the pieces' unigram entropy) in nats on 400 validation snippets, in ``ck``'s pieces."""
-    wp = WordPieces.from_json(ck.extra["tokenizer"])
-    reviews = load_reviews()
-    valid = split_indices(len(reviews), (0.8, 0.1, 0.1), seed=0, groups=[r.movie for r in reviews])[1]
-    ids = pad_batch([wp.pair(reviews[i].text, max_len=64).ids for i in valid[:400]]).tokens
+    ids = first_valid_snippets(ck)
     inputs, labels = mlm_corrupt(ids, torch.Generator().manual_seed(0), vocab=ck.model.config.vocab)
     with torch.no_grad():
         return float(mlm_loss(ck.model.eval(), inputs, labels)), unigram_entropy(ids, ck.model.config.vocab)
