@@ -35,6 +35,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -342,6 +343,17 @@ def _torchrun_launch(device: torch.device) -> tuple[int, dict[str, str], str]:
     return 1, env, "1 process (one GPU: a world of one), nccl"
 
 
+def _root_cause(stderr: str) -> str:
+    """What a failed torchrun says went wrong: its workers' exception lines (``SomeError: ...``, with or without
+    the ``[rankN]:`` prefix) and the summary's rank and exit code, most informative first; else its last lines.
+    The tail alone is the launcher's own traceback, which names no cause."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    errors = [line for line in lines if re.match(r"(\[rank\d+\]:\s*)?[\w.]*(Error|Exception)\b.*:", line)]
+    summary = [line for line in lines if re.match(r"(rank|exitcode|error_file)\s*:", line)]
+    found = list(dict.fromkeys(errors + summary))
+    return " | ".join(found)[:1500] if found else stderr[-1500:]
+
+
 def _time_torchrun(device: torch.device, dry_run: bool) -> tuple[str, dict]:
     steps = _steps(dry_run, device, 3, 20, 200)
     s = _pretrain_settings(dry_run, steps)
@@ -358,7 +370,7 @@ def _time_torchrun(device: torch.device, dry_run: bool) -> tuple[str, dict]:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         wall = time.perf_counter() - start
         if proc.returncode != 0:
-            raise RuntimeError(f"torchrun exited with {proc.returncode}: {proc.stderr[-1500:]}")
+            raise RuntimeError(f"torchrun exited with {proc.returncode}: {_root_cause(proc.stderr)}")
         rows = [json.loads(line) for line in log.read_text().splitlines()]
     timed = rows[1:]  # the first step is the warm-up
     seconds = rows[-1]["seconds"] - rows[0]["seconds"]

@@ -449,7 +449,16 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{exc}") from None
     finally:
         if world.size > 1:
-            dist.destroy_process_group()
+            leave(world)
+
+
+def leave(world: World) -> None:
+    """Leave the process group together: a barrier first, so that no process closes its connections while
+    another still finishes a collective or saves (gloo reports that as 'Connection closed by peer')."""
+    try:
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
