@@ -443,22 +443,15 @@ def main(argv: list[str] | None = None) -> None:
         options = RunOptions(args.out, args.resume, args.loss_log, args.save_every, args.stop_at, args.progress,
                              args.tokenizer.read_text() if args.tokenizer else None, args.init, args.max_sentences)
         losses = pretrain(s, options, world)
+        if world.size > 1:  # leave together: none closes its gloo connections while process 0 still saves
+            dist.barrier()
         if world.main:
             print(f"{len(losses)} steps, last loss {losses[-1]:.3f}; wrote {args.out}")
     except CourseError as exc:  # a bad setting: its message, not a traceback
         raise SystemExit(f"{exc}") from None
     finally:
         if world.size > 1:
-            leave(world)
-
-
-def leave(world: World) -> None:
-    """Leave the process group together: a barrier first, so that no process closes its connections while
-    another still finishes a collective or saves (gloo reports that as 'Connection closed by peer')."""
-    try:
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
+            dist.destroy_process_group()
 
 
 if __name__ == "__main__":
