@@ -173,7 +173,7 @@ def test_training_check_rejects_vectors_that_learned_nothing():
 
 def test_the_solutions_trainer_passes_the_check():
     """The notebook's own trainer (its solution cells), on a hidden case of the grader: within the thresholds
-    with some room (about 3 s of CPU)."""
+    with some room (about 2 s of CPU), where the chapter's count-based vectors of the same slice are not."""
     answers = solution_answers("word2vec")
     ns = _run_cells(_cell("train-helpers"), *(answers[c] for c in TRAINER_CELLS))
     part = REFERENCE.PARTS["train_sgns"]
@@ -182,8 +182,9 @@ def test_the_solutions_trainer_passes_the_check():
     got = ns["train_sgns"](*case.args)
     verdict = part.check(part.reference(*case.args), got, case, None)
     assert verdict.ok, verdict.message
-    assert verdict.details["loss"] < REFERENCE.MAX_HELDOUT_LOSS - 0.1
-    assert verdict.details["accuracy"] > REFERENCE.MIN_PAIR_ACCURACY + 0.02
+    assert verdict.details["loss"] < REFERENCE.MAX_HELDOUT_LOSS - 0.03
+    assert verdict.details["accuracy"] > REFERENCE.MIN_PAIR_ACCURACY + 0.015
+    assert REFERENCE.baseline_outcome(case, None) < REFERENCE.MIN_PAIR_ACCURACY - 0.02  # PPMI + SVD, same slice
 
 
 def test_forbidden_names_keep_autograd_out_of_the_hand_derived_parts():
