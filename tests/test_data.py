@@ -5,12 +5,13 @@ import shutil
 import pytest
 import torch
 
-from nlpcourse import DataError
+from nlpcourse import CourseError, DataError
 from nlpcourse.data import (
     DATASETS,
     char_tokenize,
     dataset_path,
     load_brown,
+    load_brown_documents,
     load_lines,
     load_parallel,
     load_reviews,
@@ -19,9 +20,11 @@ from nlpcourse.data import (
     sentences,
     split_indices,
     train_val_test_split,
+    word_order_split,
     word_tokenize,
 )
 from nlpcourse.data import registry as registry_mod
+from nlpcourse.data.word_order import MAX_WORDS, MIN_WORDS, _shifted_sentences, swap_neighbours
 
 
 def test_every_registered_corpus_exists_with_its_checksum_and_credit():
@@ -131,8 +134,6 @@ def test_group_split_keeps_each_movie_in_one_part():
     (10, (0.5, 0.5), [1, 2], "2 group keys for 10 items"),
 ])
 def test_bad_split_arguments(n, fractions, groups, message):
-    from nlpcourse import CourseError
-
     with pytest.raises(CourseError, match=message):
         split_indices(n, fractions, groups=groups)
 
@@ -152,3 +153,32 @@ def test_review_split_pads_encodes_and_keeps_movies_apart():
     assert all(data.vocab.counts[w] >= 2 for w in train_words)
     assert (data.test.ids == data.vocab.unk_id).any()  # words the training part lacks
     assert review_split() is data  # cached: the notebook and the grader share one
+
+
+def test_word_order_split_swaps_two_neighbours_in_half_the_sentences_and_keeps_documents_apart():
+    """The CNN assignment's graded task: every kept Brown sentence once, half of them with two neighbouring
+    different words swapped; the same words in both classes; documents never shared between parts."""
+    data = word_order_split()
+    sentences, labels, documents = _shifted_sentences(0)
+    originals = [[w.lower() for w, _ in s] for d, s in load_brown_documents() if MIN_WORDS <= len(s) <= MAX_WORDS]
+    assert len(sentences) == len(originals) == len(data.train) + len(data.valid) + len(data.test)
+    for words, label, original in zip(sentences[:2000], labels[:2000].tolist(), originals):
+        differ = [i for i, (a, b) in enumerate(zip(words, original)) if a != b]
+        assert sorted(words) == sorted(original)  # a bag of words cannot tell the classes apart
+        assert differ == ([] if label == 0 else [differ[0], differ[0] + 1]), (words, original)
+    assert 0.48 < labels.float().mean() < 0.52
+    for part in (data.train, data.valid, data.test):
+        real = torch.arange(part.ids.shape[1])[None, :] < part.lengths[:, None]
+        assert (part.ids[~real] == 0).all() and (part.ids[real] > 0).all()
+    parts = split_indices(len(sentences), (0.8, 0.1, 0.1), seed=0, groups=documents)
+    assert not {documents[i] for i in parts[0]} & {documents[i] for i in parts[2]}
+    assert word_order_split() is data
+    with pytest.raises(CourseError, match="min_count"):
+        word_order_split(min_count=0)
+
+
+def test_swap_neighbours_never_returns_the_sentence_unchanged():
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        assert swap_neighbours(["a", "b", "a"], g) in (["b", "a", "a"], ["a", "a", "b"])
+    assert swap_neighbours(["so", "so"], g) is None and swap_neighbours(["one"], g) is None

@@ -19,10 +19,11 @@ from .registry import (
     dataset_path,
     verify,
 )
-from .review_split import PaddedSentences, ReviewSplit, review_pieces, review_split
+from .review_split import LabelledSplit, PaddedSentences, ReviewSplit, review_pieces, review_split
 from .splits import split_indices, train_val_test_split
 from .tokenize import char_tokenize, sentences, word_tokenize
 from .vocab import BOS, EOS, PAD, UNK, Vocab
+from .word_order import word_order_split
 
 __all__ = [
     "BOS",
@@ -33,6 +34,7 @@ __all__ = [
     "UNK",
     "Batch",
     "DatasetInfo",
+    "LabelledSplit",
     "PaddedSentences",
     "LMCorpus",
     "Review",
@@ -63,5 +65,6 @@ __all__ = [
     "split_stream",
     "train_val_test_split",
     "verify",
+    "word_order_split",
     "word_tokenize",
 ]

@@ -20,20 +20,24 @@ class PaddedSentences:
 
     ids: torch.Tensor  # (N, T) long word ids, 0 after each sentence's end
     lengths: torch.Tensor  # (N,) long, each >= 1
-    labels: torch.Tensor  # (N,) long: 1 fresh, 0 rotten
+    labels: torch.Tensor  # (N,) long class ids (reviews: 1 fresh, 0 rotten)
 
     def __len__(self) -> int:
         return len(self.labels)
 
 
 @dataclass(frozen=True)
-class ReviewSplit:
-    """The snippets split by movie (80/10/10), encoded with the training part's vocabulary."""
+class LabelledSplit:
+    """Labelled sentences split 80/10/10 (the reviews by movie, say), encoded with the training part's
+    vocabulary."""
 
     vocab: Vocab  # the training part's words seen at least min_count times, after the 4 specials
     train: PaddedSentences
     valid: PaddedSentences
     test: PaddedSentences
+
+
+ReviewSplit = LabelledSplit  # the movie-review snippets' split: review_split()
 
 
 @lru_cache(maxsize=2)
