@@ -30,6 +30,17 @@ def test_pad_batch_truncates_to_max_len():
     assert b.lengths.tolist() == [2, 1]
 
 
+@settings(max_examples=40, deadline=None)
+@given(seqs_st, st.integers(1, 16), st.integers(0, 3))
+def test_pad_batch_takes_tensors_lists_and_tuples_alike_and_truncates_each(seqs, max_len, pad_id):
+    """Sequences given as tensors, lists or tuples, mixed in one batch, pad the same way."""
+    mixed = [torch.tensor(s) if i % 3 == 0 else tuple(s) if i % 3 == 1 else s for i, s in enumerate(seqs)]
+    b = pad_batch(mixed, pad_id=pad_id, max_len=max_len)
+    T = min(max_len, max(map(len, seqs)))
+    want = [s[:T] + [pad_id] * (T - len(s[:T])) for s in seqs]
+    assert b.tokens.dtype == torch.long and b.tokens.tolist() == want
+
+
 def test_pad_batch_rejects_empty_input():
     with pytest.raises(CourseError, match="empty batch"):
         pad_batch([])

@@ -12,6 +12,7 @@ from nlpcourse.data import (
     dataset_path,
     load_brown,
     load_brown_documents,
+    load_brown_words,
     load_lines,
     load_parallel,
     load_reviews,
@@ -153,6 +154,12 @@ def test_review_split_pads_encodes_and_keeps_movies_apart():
     assert all(data.vocab.counts[w] >= 2 for w in train_words)
     assert (data.test.ids == data.vocab.unk_id).any()  # words the training part lacks
     assert review_split() is data  # cached: the notebook and the grader share one
+
+
+def test_brown_words_are_the_tagged_sentences_without_their_tags_and_filter_by_length():
+    tagged = load_brown_documents()
+    assert load_brown_words() == [(d, [w for w, _ in s]) for d, s in tagged]
+    assert load_brown_words(lengths=range(5, 7)) == [(d, [w for w, _ in s]) for d, s in tagged if 5 <= len(s) < 7]
 
 
 def test_word_order_split_swaps_two_neighbours_in_half_the_sentences_and_keeps_documents_apart():

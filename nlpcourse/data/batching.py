@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import torch
 
@@ -38,11 +39,11 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int | Non
             raise ConfigError(f"pad_batch: sequence {i} is empty; drop empty sequences before batching")
         lengths.append(len(s) if max_len is None else min(len(s), max_len))
     T = max(lengths)
-    tokens = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B,T)
-    for i, (s, n) in enumerate(zip(seqs, lengths)):
-        tokens[i, :n] = torch.as_tensor(list(s[:n]), dtype=torch.long)
     lengths_t = torch.tensor(lengths, dtype=torch.long)  # (B,)
     mask = torch.arange(T)[None, :] < lengths_t[:, None]  # (1,T) < (B,1) -> (B,T)
+    kept = (s[:n].tolist() if isinstance(s, torch.Tensor) else list(s[:n]) for s, n in zip(seqs, lengths))
+    tokens = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B,T)
+    tokens[mask] = torch.tensor(list(chain.from_iterable(kept)), dtype=torch.long)  # row by row, as the mask
     return Batch(tokens, lengths_t, mask)
 
 

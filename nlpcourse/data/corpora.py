@@ -79,6 +79,20 @@ def load_brown_documents(name: str = "brown_tagged") -> list[tuple[str, list[tup
     return out
 
 
+def load_brown_words(name: str = "brown_tagged", lengths: range | None = None) -> list[tuple[str, list[str]]]:
+    """The Brown corpus's sentences without their tags, each with its document: (file id, [word]); with
+    ``lengths``, only the sentences whose number of words is in it (the others are not parsed)."""
+    out = []
+    for line in _read(name, "brown").splitlines():
+        parts = line.split("\t")
+        if len(parts) < 3:
+            continue
+        items = parts[2].split()
+        if lengths is None or len(items) in lengths:
+            out.append((parts[0], [item.rpartition("/")[0] for item in items]))
+    return out
+
+
 def load_brown(name: str = "brown_tagged") -> list[list[tuple[str, str]]]:
     """Tagged sentences of the Brown corpus as lists of (word, tag)."""
     return [sent for _, sent in load_brown_documents(name)]

@@ -15,7 +15,7 @@ import torch
 
 from ..errors import ConfigError
 from .batching import pad_batch
-from .corpora import load_brown_documents
+from .corpora import load_brown_words
 from .review_split import LabelledSplit, PaddedSentences
 from .splits import split_indices
 from .vocab import Vocab
@@ -38,10 +38,8 @@ def _shifted_sentences(seed: int) -> tuple[list[list[str]], torch.Tensor, list[s
     """(sentences, labels (N,), the document of each): every kept Brown sentence once, swapped or not."""
     g = torch.Generator().manual_seed(seed)
     sentences, labels, documents = [], [], []
-    for document, tagged in load_brown_documents():
-        if not MIN_WORDS <= len(tagged) <= MAX_WORDS:
-            continue
-        words = [w.lower() for w, _ in tagged]
+    for document, words in load_brown_words(lengths=range(MIN_WORDS, MAX_WORDS + 1)):
+        words = [w.lower() for w in words]
         label = int(torch.randint(2, (1,), generator=g))
         swapped = swap_neighbours(words, g) if label else words
         if swapped is None:
