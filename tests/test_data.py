@@ -189,3 +189,49 @@ def test_swap_neighbours_never_returns_the_sentence_unchanged():
     for _ in range(50):
         assert swap_neighbours(["a", "b", "a"], g) in (["b", "a", "a"], ["a", "a", "b"])
     assert swap_neighbours(["so", "so"], g) is None and swap_neighbours(["one"], g) is None
+
+
+
+@pytest.fixture(scope="module")
+def chapter_pieces() -> str:
+    """The pretraining chapter's WordPiece vocabulary, as its BERT checkpoint saves it."""
+    from pathlib import Path
+
+    import nlpcourse
+    from nlpcourse.models.bert import bert_from_config
+    path = Path(nlpcourse.__file__).resolve().parents[1] / "data" / "checkpoints" / "bert.pt"
+    return nlpcourse.load_checkpoint(path, build=bert_from_config).extra["tokenizer"]
+
+
+def _words(wp, ids: list[int]) -> list[str]:
+    """The words of [CLS] pieces [SEP]: each ## piece joined to the piece before."""
+    words: list[str] = []
+    for piece in (wp.tokenizer.id_to_token(i) for i in ids[1:-1]):
+        if piece.startswith("##") and words:
+            words[-1] += piece[2:]
+        else:
+            words.append(piece)
+    return words
+
+
+def test_review_order_pieces_swap_two_neighbouring_words_and_pair_each_held_out_snippet(chapter_pieces):
+    """The pretraining assignment's task: training snippets once, half swapped; held-out snippets twice, as
+    written then swapped; words kept whole, within max_len ids; the swapped copy holds the same words, two
+    neighbours exchanged."""
+    from nlpcourse.data import review_order_pieces
+    from nlpcourse.data.wordpiece import CLS_ID, SEP_ID, WordPieces
+
+    wp = WordPieces.from_json(chapter_pieces)
+    ids, labels = review_order_pieces(chapter_pieces, "test", 64)
+    assert labels.tolist() == [0, 1] * (len(ids) // 2) and len(ids) > 2000
+    for written, swapped in zip(ids[0:400:2], ids[1:400:2]):
+        assert written[0] == swapped[0] == CLS_ID and written[-1] == swapped[-1] == SEP_ID
+        a, b = _words(wp, written), _words(wp, swapped)
+        differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        assert len(a) == len(b) and sorted(a) == sorted(b) and len(differ) == 2 and differ[1] == differ[0] + 1
+    train, train_labels = review_order_pieces(chapter_pieces, "train", 12)
+    assert max(map(len, train)) <= 12 and 0.48 < train_labels.float().mean() < 0.52
+    assert review_order_pieces(chapter_pieces, "train", 12)[0] is train  # cached: the notebook and the grader
+    assert not {tuple(x) for x in ids} & {tuple(x) for x in review_order_pieces(chapter_pieces, "valid", 64)[0]}
+    with pytest.raises(CourseError, match="part must be one of"):
+        review_order_pieces(chapter_pieces, "dev", 12)

@@ -24,7 +24,7 @@ from .review_split import LabelledSplit, PaddedSentences, ReviewSplit, review_pi
 from .splits import split_indices, train_val_test_split
 from .tokenize import char_tokenize, sentences, word_tokenize
 from .vocab import BOS, EOS, PAD, UNK, Vocab
-from .word_order import word_order_split
+from .word_order import review_order_pieces, word_order_split
 
 __all__ = [
     "BOS",
@@ -67,6 +67,7 @@ __all__ = [
     "split_stream",
     "train_val_test_split",
     "verify",
+    "review_order_pieces",
     "word_order_split",
     "word_tokenize",
 ]

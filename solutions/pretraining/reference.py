@@ -76,7 +76,7 @@ MAX_LEN = 64
 
 
 def review_pieces():
-    """{"train", "valid", "test"}: ([CLS] pieces [SEP] lists, labels) of the CNN chapter's split."""
+    """{"train", "valid", "test"}: ([CLS] pieces [SEP] lists, labels) of the CNN chapter's split (sentiment)."""
     from nlpcourse.data import review_pieces as pieces
     return pieces(_bert_checkpoint().extra["tokenizer"], MAX_LEN)
 
@@ -481,16 +481,22 @@ def causal_cases(g: torch.Generator, device: str) -> list[Case]:
 
 # ------------------------------------------------------------------ 9. fine-tuning on the reviews
 
-#: The threshold, stated in the notebook: the area under the ROC curve of the test snippets, scored by the
-#: fresh logit minus the rotten one (the chance that a fresh snippet scores above a rotten one; 0.5 for every
-#: model that ignores its input, always "rotten" included). AUC rather than accuracy: a short run ranks the
-#: snippets steadily but places its decision threshold less so, and the snippets are 61% rotten. MEASURED: the
-#: solution over N_SEEDS seeds (its accuracy alongside); MAJORITY: the accuracy of always "rotten".
-MIN_TEST_AUC = 0.63
-MEASURED = "0.663 to 0.715"
-MEASURED_ACCURACY = "0.629 to 0.668"
-N_SEEDS = 24
-MAJORITY = 0.614
+#: The trained part: fine-tuning on the word-order task of the review snippets (the notebook's review_data:
+#: nlpcourse.data.review_order_pieces, 8,000 training snippets cut to 12 ids, half with two neighbouring words
+#: swapped), judged by the area under the ROC curve of the test snippets, each as written and swapped, scored
+#: by the "swapped" logit minus the "as written" one (0.5 for every model that ignores order). On the
+#: sentiment labels the chapter's BERT and the same network from scratch tie at this budget and at every
+#: budget of the chapter's benchmark (question 10.3), so no bar there could show what pretraining buys; on
+#: word order, what masked-LM pretraining learns from the reviews, the network from scratch stays at chance.
+#: Measured with ``python scripts/trained_part_seeds.py pretraining --seeds N --jobs 2`` (and ``--baseline``,
+#: :func:`baseline_outcome`). The threshold is stated in the notebook.
+#: The solution over seeds 0-19: mean 0.732, sd 0.0085 (its accuracy 0.645 to 0.676); the network from
+#: scratch over seeds 0-19: 0.4997 to 0.5029 (mean 0.5007): it learns no order in this budget. The bar, 0.6,
+#: sits 15 of the solution's standard deviations below its mean.
+OUTCOME = {"metric": "auc", "better": "higher", "bar": 0.6, "solution_worst": 0.718, "solution_worst_seed": 10,
+           "solution_best": 0.751, "baseline": "the same network drawn at random (not pretrained), the same recipe",
+           "baseline_best": 0.503, "baseline_best_seed": 15, "seeds": 20, "seconds": 13.5}
+MIN_TEST_AUC = OUTCOME["bar"]
 
 
 #: The full run's settings (batch, lr, decay, cut_frac, ratio, steps): the notebook's defaults, one epoch.
@@ -525,9 +531,17 @@ def _given_helpers() -> dict:
 def recipe_run(seed, batch, lr, decay, cut_frac, ratio, steps) -> dict:
     """The notebook's recipe for fine_tune_reviews with the reference's pieces (cls_logits, masked_lm_loss,
     layer_rates, triangular_lr): the weights after ``steps`` steps, flat (``bert.<name>`` and the head's)."""
+    return _flat(reference_fine_tune(seed, batch, lr, decay, cut_frac, ratio, steps))
+
+
+def reference_fine_tune(seed, batch, lr, decay, cut_frac, ratio, steps, scratch=False) -> dict:
+    """fine_tune_reviews by the recipe, with the reference's pieces and the notebook's helpers, as the
+    notebook's dict; ``steps`` None: the whole epoch. ``scratch``: the same network drawn afresh (PyTorch's
+    default initialisation, drawn after ``torch.manual_seed(seed)``) instead of the pretrained weights."""
     helpers = _given_helpers()
     torch.manual_seed(seed)  # the dropout masks, drawn in the order the recipe's steps draw them
-    bert, head = helpers["load_bert"](), helpers["init_head"](seed)
+    bert = helpers["load_bert"]() if not scratch else _fresh_bert()
+    head = helpers["init_head"](seed)
     for t in head.values():
         t.requires_grad_(True)
     groups = [*helpers["bert_groups"](bert), list(head.values())]
@@ -537,7 +551,7 @@ def recipe_run(seed, batch, lr, decay, cut_frac, ratio, steps) -> dict:
     total = math.ceil(len(ids) / batch)
     order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed)).tolist()
     with torch.enable_grad():
-        for t in range(min(steps, total)):
+        for t in range(total if steps is None else min(steps, total)):
             index = order[t * batch:(t + 1) * batch]
             h = bert(pad_batch([ids[i] for i in index]).tokens)  # (B,T,D)
             logits = cls_logits(h, *head.values())  # (B,T,D) -> (B,2)
@@ -547,7 +561,25 @@ def recipe_run(seed, batch, lr, decay, cut_frac, ratio, steps) -> dict:
             opt.zero_grad()
             loss.backward()
             opt.step()
-    return _flat({"bert": bert.state_dict(), **head})
+    return {"bert": bert.state_dict(), **{k: v.detach() for k, v in head.items()}}
+
+
+def _fresh_bert():
+    """The chapter's BERT architecture with PyTorch's default initialisation, in training mode (dropout on):
+    drawn from the global generator, as the notebook's load_bert builds its copy before loading the weights,
+    so the dropout masks after it are the pretrained run's."""
+    from nlpcourse.models.bert import bert_from_config
+    return bert_from_config(_bert().config.to_dict()).train()
+
+
+def baseline_outcome(case: Case, trainer) -> float | None:
+    """The same network and recipe from scratch: the chapter's BERT architecture drawn afresh instead of
+    pretrained, fine-tuned by the reference recipe on the case's seed and settings: its test AUC (the part's
+    metric). None for the recipe case (judged on its weights)."""
+    seed, *settings = case.args
+    if tuple(settings) == RECIPE_SETTINGS:
+        return None
+    return quality(reference_fine_tune(seed, *settings, scratch=True))[1]
 
 
 def _flat(trained: dict) -> dict[str, torch.Tensor]:
@@ -570,16 +602,23 @@ def _weights_problem(got) -> str:
     return next((p for p in (tensor_problem(*n) for n in named) if p), "")
 
 
+def order_pieces(part: str) -> tuple[list[list[int]], torch.Tensor]:
+    """The trained part's task for ``part``: the word-order snippets in the chapter's pieces, at most 64 ids
+    (the notebook's review_data()["valid"] for "valid")."""
+    from nlpcourse.data import review_order_pieces
+    return review_order_pieces(_bert_checkpoint().extra["tokenizer"], part, 64)
+
+
 @torch.no_grad()
 def review_scores(trained, part="test") -> tuple[torch.Tensor, torch.Tensor]:
-    """(N,) fresh-minus-rotten logits of the snippets of ``part`` by the reference BERT holding
+    """(N,) swapped-minus-as-written logits of the snippets of ``part`` by the reference BERT holding
     ``trained["bert"]`` and the reference head, and their (N,) labels."""
     from nlpcourse.models.bert import bert_from_config
     bert = bert_from_config(_bert().config.to_dict())
     bert.load_state_dict({k: v.detach().cpu().float() for k, v in trained["bert"].items()})
     bert.eval()
     head = [trained[k].detach().cpu().float() for k in HEAD_SHAPES]
-    ids, labels = review_pieces()[part]
+    ids, labels = order_pieces(part)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # batches of like lengths: little padding
     logits = torch.empty(len(ids), 2)
     for start in range(0, len(ids), 64):
@@ -606,20 +645,20 @@ def _check_training(expected, got, case, device):
                             f"{RECIPE_SETTINGS}", "follow steps 1-3 of the recipe exactly, step by step")
     acc, auc = quality(got)
     ok = auc >= expected["min_test_auc"]
-    return Verdict(ok, "" if ok else f"test AUC {auc:.3f} (must be at least {expected['min_test_auc']}; a model "
-                                     f"that ignores the snippet gets 0.5), accuracy {acc:.3f} (always 'rotten': "
-                                     f"{MAJORITY})", {"auc": auc, "accuracy": acc})
+    why = (f"test AUC {auc:.3f} (must be at least {expected['min_test_auc']}; a model that ignores word order "
+           f"gets 0.5, the same network trained from scratch {OUTCOME['baseline_best']} at best), accuracy {acc:.3f}")
+    return Verdict(ok, "" if ok else why, {"auc": auc, "accuracy": acc})
 
 
 def training_cases(g: torch.Generator, device: str) -> list[Case]:
-    """One run, on a seed of the grader's choosing, the default settings: about 12 s of one CPU thread for the
-    solution; and the recipe's first 3 steps on another seed, in small settings. The trainer runs on the CPU:
+    """One run, on a seed of the grader's choosing, the default settings (OUTCOME's seconds of one CPU thread
+    for the solution); and the recipe's first 3 steps on another seed, in small settings. The trainer runs on the CPU:
     no CUDA case."""
     if device != "cpu":
         return []
-    n = len(review_pieces()["test"][1])
+    n = len(order_pieces("test")[1]) // 2
     seed, recipe_seed = (int(torch.randint(1, 2**31 - 1, (1,), generator=g)) for _ in range(2))
-    return [make_case(f"seed {seed}, the default settings, scored on the {n:,} test snippets",
+    return [make_case(f"seed {seed}, the default settings, scored on the {n:,} test snippets as written and swapped",
                       (seed, *TRAIN_SETTINGS), device),
             make_case(f"seed {recipe_seed}, the recipe's first {RECIPE_SETTINGS[-1]} steps in small settings "
                       f"{RECIPE_SETTINGS}: the weights must be the recipe's", (recipe_seed, *RECIPE_SETTINGS),

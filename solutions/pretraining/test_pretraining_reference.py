@@ -133,7 +133,7 @@ def test_the_notebooks_measure_is_the_graders_and_the_judge_rejects_broken_weigh
     ns = run_solved_cells("pretraining", *TRAINER_CELLS)
     case = Case("seed", [5, *REFERENCE.TRAIN_SETTINGS])
     expected = REFERENCE.fine_tune_reviews(*case.args)
-    trained = ns["fine_tune_reviews"](5, steps=40)
+    trained = ns["fine_tune_reviews"](5, steps=90)  # of 250: the word order starts to show (AUC 0.635)
     verdict = REFERENCE._check_training(expected, trained, case, "cpu")
     assert verdict.details["auc"] > 0.6, verdict
     assert ns["review_quality"](trained, "valid") == pytest.approx(REFERENCE.quality(trained, "valid"), abs=1e-6), (
@@ -150,4 +150,4 @@ def test_the_notebooks_measure_is_the_graders_and_the_judge_rejects_broken_weigh
     assert not REFERENCE._check_training(expected, untrained, case, "cpu").ok, "an untrained head fails"
     constant = dict(trained, W_out=torch.zeros_like(trained["W_out"]), b_out=torch.tensor([1.0, 0.0]))
     verdict = REFERENCE._check_training(expected, constant, case, "cpu")
-    assert not verdict.ok and verdict.details["auc"] == 0.5, "always 'rotten' ranks nothing"
+    assert not verdict.ok and verdict.details["auc"] == 0.5, "always 'as written' ranks nothing"
