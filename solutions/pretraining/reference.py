@@ -490,16 +490,21 @@ def causal_cases(g: torch.Generator, device: str) -> list[Case]:
 #: word order, what masked-LM pretraining learns from the reviews, the network from scratch stays at chance.
 #: Measured with ``python scripts/trained_part_seeds.py pretraining --seeds N --jobs 2`` (and ``--baseline``,
 #: :func:`baseline_outcome`). The threshold is stated in the notebook.
-#: The solution over seeds 0-19: mean 0.732, sd 0.0085 (its accuracy 0.645 to 0.676); the network from
-#: scratch over seeds 0-19: 0.4997 to 0.5029 (mean 0.5007): it learns no order in this budget. The bar, 0.6,
-#: sits 15 of the solution's standard deviations below its mean.
-OUTCOME = {"metric": "auc", "better": "higher", "bar": 0.6, "solution_worst": 0.718, "solution_worst_seed": 10,
-           "solution_best": 0.751, "baseline": "the same network drawn at random (not pretrained), the same recipe",
-           "baseline_best": 0.503, "baseline_best_seed": 15, "seeds": 20, "seconds": 13.5}
+#: The recipe makes two passes over the 8,000 snippets (500 steps of 32). With one pass (250 steps) the
+#: solution got 0.718 to 0.751 over seeds 0-19, but 0.551 on a grader seed of a CI run (1844081254): on a few
+#: seeds in a hundred the fine-tuning had not taken off by the time the schedule had decayed. With two passes
+#: that seed gives 0.727 (validation), and the solution over student seeds 0-139 (280 runs: the outcome and the
+#: recipe case of each): 0.732 (seed 124) to 0.775 (seed 19), mean 0.759, sd 0.0078 (its accuracy 0.657 to
+#: 0.700), every run a pass; the network from scratch over seeds 0-19: 0.499 to 0.505 (mean 0.5015): it
+#: learns no order in this budget either. The bar, 0.6, sits 20 of the solution's standard deviations below
+#: its mean and 17 below its worst seed. A run takes 29 s (two at once on this machine's two cores).
+OUTCOME = {"metric": "auc", "better": "higher", "bar": 0.6, "solution_worst": 0.732, "solution_worst_seed": 124,
+           "solution_best": 0.775, "baseline": "the same network drawn at random (not pretrained), the same recipe",
+           "baseline_best": 0.505, "baseline_best_seed": 7, "seeds": 140, "seconds": 29}
 MIN_TEST_AUC = OUTCOME["bar"]
 
 
-#: The full run's settings (batch, lr, decay, cut_frac, ratio, steps): the notebook's defaults, one epoch.
+#: The full run's settings (batch, lr, decay, cut_frac, ratio, steps): the notebook's defaults, two epochs.
 TRAIN_SETTINGS = (32, 5e-4, 1.0, 0.1, 32.0, None)
 #: The recipe case's settings: 3 steps of 8 snippets at a flat rate of 0.01 (ratio 1: triangular_lr is 1 at
 #: every step; decay 1: every group at lr), so that the rates are those of any schedule that keeps to its
@@ -548,8 +553,10 @@ def reference_fine_tune(seed, batch, lr, decay, cut_frac, ratio, steps, scratch=
     rates = layer_rates(lr, len(groups), decay)
     opt = torch.optim.AdamW([{"params": p, "lr": r} for p, r in zip(groups, rates)], weight_decay=0.01)
     ids, labels = helpers["review_data"]()["train"]
-    total = math.ceil(len(ids) / batch)
-    order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed)).tolist()
+    epochs = helpers["EPOCHS"]
+    total = math.ceil(epochs * len(ids) / batch)
+    g = torch.Generator().manual_seed(seed)
+    order = torch.cat([torch.randperm(len(ids), generator=g) for _ in range(epochs)]).tolist()
     with torch.enable_grad():
         for t in range(total if steps is None else min(steps, total)):
             index = order[t * batch:(t + 1) * batch]
