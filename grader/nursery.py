@@ -28,11 +28,13 @@ from .sandbox import kernel_env, sandbox_available, sandbox_prefix, socket_folde
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 #: Imported once by the nursery: what the assignments' set-up cells import, ipykernel, and torch._dynamo,
-#: which a torch.optim optimizer imports on its first step (about a second, in every kernel that trains).
+#: which a torch.optim optimizer imports on its first step (about a second, in every kernel that trains);
+#: ``module:function`` is called once, after the imports.
 PRELOAD = ("torch", "torch._dynamo", "torch.nn.utils.rnn", "numpy", "ipykernel.kernelapp", "nlpcourse",
            "nlpcourse.checking", "nlpcourse.data", "nlpcourse.data.batching", "nlpcourse.data.translation",
            "nlpcourse.data.word_corpus", "nlpcourse.data.lm_corpus", "nlpcourse.data.subword",
-           "nlpcourse.vectors", "nlpcourse.models.bert", "nlpcourse.models.bow_mlp")
+           "nlpcourse.vectors", "nlpcourse.models.bert", "nlpcourse.models.bow_mlp",
+           "nlpcourse.data.warm:graded_data")  # and the data the trained parts read, built once
 #: Seconds the nursery has to import everything, and to answer a request.
 START_TIMEOUT, REPLY_TIMEOUT = 180.0, 30.0
 

@@ -208,10 +208,14 @@ class Nursery:
 
 
 def preload(modules: list[str]) -> None:
-    """Import what every kernel imports, once. No thread may be running when the nursery forks."""
+    """Import what every kernel imports, once, and call each ``module:function`` named (data every kernel
+    builds: see nlpcourse.data.warm). No thread may be running when the nursery forks."""
     import importlib
     for name in modules:
-        importlib.import_module(name)
+        module, _, function = name.partition(":")
+        loaded = importlib.import_module(module)
+        if function:
+            getattr(loaded, function)()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         raise RuntimeError(f"{threads} threads after the imports: forking would copy a broken process")

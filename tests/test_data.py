@@ -235,3 +235,27 @@ def test_review_order_pieces_swap_two_neighbouring_words_and_pair_each_held_out_
     assert not {tuple(x) for x in ids} & {tuple(x) for x in review_order_pieces(chapter_pieces, "valid", 64)[0]}
     with pytest.raises(CourseError, match="part must be one of"):
         review_order_pieces(chapter_pieces, "dev", 12)
+
+
+def test_graded_data_builds_what_the_notebooks_then_find_in_their_caches(chapter_pieces):
+    """The kernel nursery calls graded_data() once before it forks the kernels: the calls the notebooks make,
+    written the same way, must then hit the caches (a call written otherwise only builds the data again)."""
+    import json
+    from pathlib import Path
+
+    from nlpcourse.data import review_order_pieces
+    from nlpcourse.data.warm import graded_data
+
+    graded_data()
+    hits = word_order_split.cache_info().hits, review_order_pieces.cache_info().hits
+    word_order_split()
+    review_order_pieces(chapter_pieces, "train", 12)
+    review_order_pieces(chapter_pieces, "valid", 64)
+    assert (word_order_split.cache_info().hits, review_order_pieces.cache_info().hits) == (hits[0] + 1, hits[1] + 2)
+    notebook = Path(__file__).resolve().parents[1] / "solutions" / "pretraining" / "pretraining.ipynb"
+    if notebook.exists():  # the public copy has no solutions/
+        source = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"])
+        for call in ('N_TRAIN, TRAIN_LEN = 8000, 12',
+                     'review_order_pieces(_pretrained.extra["tokenizer"], "train", TRAIN_LEN)',
+                     'review_order_pieces(_pretrained.extra["tokenizer"], "valid", 64)'):
+            assert call in source, call
