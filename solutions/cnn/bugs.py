@@ -29,14 +29,17 @@ cnn_logits: kept features not rescaled                          0.624-0.654     
 cnn_logits: keeps with probability p                            0.616-0.645          passes 20
 train_cnn: no zero_grad                                         0.476-0.532          fails 20
 train_cnn: labels not shuffled with the sentences               0.499-0.523          fails 20
+train_cnn: zero_grad after backward                             0.480-0.510          fails 10
 ==============================================================  ===================  ==========
 
 One window per word fails (on the reviews it passed): the student's pooling never trains the last h - 1
 windows of a sentence, which the grader's forward pass includes. The
 stretched rows cost about 2 points (a grader seed of the reviews' task fell below its bar in CI once), so
 that bug may still lose the training cell or not (``may_lose``); every other bug's training outcome holds on
-every seed. A trainer that never applies dropout (``training=False`` in its steps) was tried as a bug and
-passes all 20, at 0.626 to 0.663: over two epochs dropout does not help this task, so it is not planted.
+every seed (zero_grad after backward, measured on seeds 0-9: Adam never sees a gradient and the
+classifier stays at chance). A trainer that never applies dropout (``training=False`` in its steps) was
+tried as a bug and passes all 20, at 0.626 to 0.663: over two epochs dropout does not help this task, so
+it is not planted.
 
 The grader scores the trained parameters with its own (correct) forward pass, so a bug that the training
 adapts to (the model learns with the padding windows in its max, say) still gives a good classifier: the
@@ -106,6 +109,9 @@ BUGS: list[Bug] = [
         "generator=rng, device=features.device, dtype=features.dtype) < p", {LOGITS}),
     Bug("train_cnn: gradients never reset (no zero_grad: each step follows the sum of all past gradients)",
         "train-solution", "            optimizer.zero_grad()\n", "", {TRAIN}),
+    Bug("train_cnn: zero_grad after backward (each step's gradients erased before Adam sees them)",
+        "train-solution", "            optimizer.zero_grad()\n            loss.backward()\n",
+        "            loss.backward()\n            optimizer.zero_grad()\n", {TRAIN}),
     Bug("train_cnn: the labels taken in the stored order, not shuffled with the sentences",
         "train-solution", "train.labels[rows]", "train.labels[first:first + batch]", {TRAIN}),
 ]

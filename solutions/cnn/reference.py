@@ -533,7 +533,7 @@ def logits_cases(g: torch.Generator, device: str) -> list[Case]:
 
 
 def training_cases(g: torch.Generator, device: str) -> list[Case]:
-    """One run, on a seed of the grader's choosing, the default settings: about 4 s of one CPU thread for the
+    """One run, on a seed of the grader's choosing, the default settings: about 8 s of one CPU thread for the
     solution. The trainer runs on the CPU: no CUDA case."""
     if device != "cpu":
         return []

@@ -71,7 +71,7 @@ def _bert():
 
 
 #: The snippets' length in pieces, [CLS] and [SEP] included, where the grader scores them: whole (the longest
-#: has 64). The assignment's trainer cuts its training snippets to 24 pieces, for speed.
+#: has 64). The assignment's trainer cuts its training snippets to 12 ids (TRAIN_LEN), for speed.
 MAX_LEN = 64
 
 
@@ -491,8 +491,8 @@ def causal_cases(g: torch.Generator, device: str) -> list[Case]:
 #: Measured with ``python scripts/trained_part_seeds.py pretraining --seeds N --jobs 2`` (and ``--baseline``,
 #: :func:`baseline_outcome`). The threshold is stated in the notebook.
 #: The recipe makes two passes over the 8,000 snippets (500 steps of 32). With one pass (250 steps) the
-#: solution got 0.718 to 0.751 over seeds 0-19, but 0.551 on a grader seed of a CI run (1844081254): on a few
-#: seeds in a hundred the fine-tuning had not taken off by the time the schedule had decayed. With two passes
+#: solution got 0.718 to 0.751 over seeds 0-19, but 0.551 on a grader seed of a CI run (1844081254): there the
+#: fine-tuning had not taken off by the time the schedule had decayed (how often, unmeasured). With two passes
 #: that seed gives 0.727 (validation), and the solution over student seeds 0-139 (280 runs: the outcome and the
 #: recipe case of each): 0.732 (seed 124) to 0.775 (seed 19), mean 0.759, sd 0.0078 (its accuracy 0.657 to
 #: 0.700), every run a pass; the network from scratch over seeds 0-19: 0.499 to 0.505 (mean 0.5015): it
@@ -541,7 +541,7 @@ def recipe_run(seed, batch, lr, decay, cut_frac, ratio, steps) -> dict:
 
 def reference_fine_tune(seed, batch, lr, decay, cut_frac, ratio, steps, scratch=False) -> dict:
     """fine_tune_reviews by the recipe, with the reference's pieces and the notebook's helpers, as the
-    notebook's dict; ``steps`` None: the whole epoch. ``scratch``: the same network drawn afresh (PyTorch's
+    notebook's dict; ``steps`` None: all ``EPOCHS`` passes. ``scratch``: the same network drawn afresh (PyTorch's
     default initialisation, drawn after ``torch.manual_seed(seed)``) instead of the pretrained weights."""
     helpers = _given_helpers()
     torch.manual_seed(seed)  # the dropout masks, drawn in the order the recipe's steps draw them

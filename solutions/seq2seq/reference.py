@@ -784,7 +784,7 @@ def _encode(itos, text):
 
 
 def training_cases(g: torch.Generator, device: str) -> list[Case]:
-    """One run, on a seed of the grader's choosing, the default settings: about 7 s of one CPU thread for the
+    """One run, on a seed of the grader's choosing, the default settings: about 12 s of one CPU thread for the
     solution; and the recipe's first 3 steps on another seed, in small settings. The trainer runs on the CPU: no
     CUDA case."""
     if device != "cpu":

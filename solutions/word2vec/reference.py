@@ -722,7 +722,7 @@ def analogy_cases(g: torch.Generator, device: str) -> list[Case]:
 
 def training_cases(g: torch.Generator, device: str) -> list[Case]:
     """One run: a slice of Austen followed by HELD_OUT_TOKENS tokens, and a seed, of the grader's choosing:
-    about 3 s of one CPU thread for the solution. The trainer runs on the CPU: no CUDA case."""
+    about 2 s of one CPU thread for the solution. The trainer runs on the CPU: no CUDA case."""
     if device != "cpu":
         return []
     last = len(_austen_words()) - TRAIN_TOKENS - HELD_OUT_TOKENS
