@@ -200,10 +200,12 @@ TRAIN_SETTINGS = (64, 256, 1, 4, 16, 0.015, 100, 4, 0.1)
 #: cross-entropy per piece of the test verses over student seeds 0-19 against the course's Kneser-Ney bigram of
 #: the same pieces (:func:`baseline_outcome`; its trigram gets 4.551). One epoch of batches of 32 (the defaults
 #: before) gave 5.38 to 5.58, worse than the bigram; three epochs of 16, 4.64 to 4.73 over training seeds
-#: 0-19, too close to it. The threshold is stated in the notebook.
+#: 0-19, too close to it. The threshold is stated in the notebook. Seeds 20-79 measured since
+#: (``--seeds 60 --first 20``): 4.572 (seed 27) to 4.651, mean 4.611, sd 0.018, every run a pass: the bar sits
+#: 5 of the solution's standard deviations above its mean, 2.4 above its worst seed (18, of the first 20).
 OUTCOME = {"metric": "loss", "better": "lower", "bar": 4.7, "solution_worst": 4.657, "solution_worst_seed": 18,
-           "solution_best": 4.588, "baseline": "Kneser-Ney bigram of the same pieces (nlpcourse.ngram)",
-           "baseline_best": 4.749, "baseline_best_seed": None, "seeds": 20, "seconds": 21.7}
+           "solution_best": 4.572, "baseline": "Kneser-Ney bigram of the same pieces (nlpcourse.ngram)",
+           "baseline_best": 4.749, "baseline_best_seed": None, "seeds": 80, "seconds": 21.7}
 MAX_TEST_LOSS = OUTCOME["bar"]
 #: The visible test's bound on the validation loss of seed 0 (the solution 4.697, the bigram 4.840 there).
 VALID_MAX = 4.8
