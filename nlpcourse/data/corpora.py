@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from ..errors import DataError
@@ -68,29 +69,25 @@ def load_parallel(name: str = "kjv_en_es") -> list[tuple[str, str]]:
     return pairs
 
 
-def load_brown_documents(name: str = "brown_tagged") -> list[tuple[str, list[tuple[str, str]]]]:
-    """Tagged sentences of the Brown corpus, each with the document it comes from: (file id, [(word, tag)])."""
-    out = []
+def _brown_rows(name: str) -> Iterator[tuple[str, list[str]]]:
+    """(file id, the sentence's word/TAG items) of each line of a Brown file; lines without them skipped."""
     for line in _read(name, "brown").splitlines():
         parts = line.split("\t")
-        if len(parts) < 3:
-            continue
-        out.append((parts[0], [(word, tag) for word, _, tag in (item.rpartition("/") for item in parts[2].split())]))
-    return out
+        if len(parts) >= 3:
+            yield parts[0], parts[2].split()
+
+
+def load_brown_documents(name: str = "brown_tagged") -> list[tuple[str, list[tuple[str, str]]]]:
+    """Tagged sentences of the Brown corpus, each with the document it comes from: (file id, [(word, tag)])."""
+    return [(doc, [(word, tag) for word, _, tag in (item.rpartition("/") for item in items)])
+            for doc, items in _brown_rows(name)]
 
 
 def load_brown_words(name: str = "brown_tagged", lengths: range | None = None) -> list[tuple[str, list[str]]]:
     """The Brown corpus's sentences without their tags, each with its document: (file id, [word]); with
     ``lengths``, only the sentences whose number of words is in it (the others are not parsed)."""
-    out = []
-    for line in _read(name, "brown").splitlines():
-        parts = line.split("\t")
-        if len(parts) < 3:
-            continue
-        items = parts[2].split()
-        if lengths is None or len(items) in lengths:
-            out.append((parts[0], [item.rpartition("/")[0] for item in items]))
-    return out
+    return [(doc, [item.rpartition("/")[0] for item in items]) for doc, items in _brown_rows(name)
+            if lengths is None or len(items) in lengths]
 
 
 def load_brown(name: str = "brown_tagged") -> list[list[tuple[str, str]]]:
