@@ -7,7 +7,9 @@ distributed pretraining under ``torchrun``, in one run.
     python benchmarks/pretraining.py --curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --cnn-curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --gpt-curve --jobs 2 --json benchmarks/results/pretraining.json
+    python benchmarks/pretraining.py --gpt-scratch-curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --stage-curve tapt --checkpoint PATH --jobs 2 --json benchmarks/results/...
+    python benchmarks/pretraining.py --stage-curve tapt_rand --stage-scratch --checkpoint PATH --jobs 2 --json ...
 
 **The label-efficiency curve** (``--curve``, added to the JSON file's other results): for each budget of
 ``BUDGETS`` labelled training snippets, ``--curve-seeds`` random subsets (``label_subset``: the first n of a
@@ -24,10 +26,16 @@ pretraining; its vocabulary holds every word with a vector, ``vector_vocab``), t
 added to each point. With ``--gpt-curve`` (after ``--curve``), the chapter's GPT (``gpt_reviews.pt``) fine-tuned on
 the same subsets with the curve's recipe and its own head and loss (``GPTClassifier``: the last token's state,
 the auxiliary LM loss, lambda 0.5): ``gpt``, ``gpt_auc`` and its paired differences with the scratch and the
-pretrained BERT (``gpt_vs_scratch``, ``gpt_vs_bert``). With ``--stage-curve NAME --checkpoint PATH`` (after
-``--curve``), another pretrained BERT (a stage of ``scripts/pretrain_bert.py``: the course's English, then the
-snippets) fine-tuned as the chapter's on the same subsets: ``NAME``, ``NAME_auc``, ``NAME_vs_scratch`` and
-``NAME_vs_bert``, and in ``curve_setup["stages"][NAME]`` the corpus, steps and last loss of each of its stages.
+pretrained BERT (``gpt_vs_scratch``, ``gpt_vs_bert``); with ``--gpt-scratch-curve`` (after ``--gpt-curve``), the
+same GPT network drawn at random with the same recipe, ``gpt_scratch``, ``gpt_scratch_auc`` and the pretrained
+GPT's paired differences with it (``gpt_vs_gpt_scratch``, ``gpt_auc_vs_gpt_scratch``). With ``--stage-curve NAME
+--checkpoint PATH`` (after ``--curve``), another pretrained BERT (a stage of ``scripts/pretrain_bert.py``: the
+course's English, then the snippets) fine-tuned as the chapter's on the same subsets: ``NAME``, ``NAME_auc``,
+``NAME_vs_scratch`` and ``NAME_vs_bert``, and in ``curve_setup["stages"][NAME]`` the corpus, steps and last loss of
+each of its stages. With ``--stage-scratch`` beside ``--stage-curve NAME --checkpoint PATH``, that checkpoint's
+network drawn at random instead (the control in the stage's own vocabulary): the same keys, ``"pretrained_from":
+null`` in its stage setup, and each stage already on the curve in the same vocabulary gains ``STAGE_vs_NAME`` and
+``STAGE_auc_vs_NAME``.
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
 ``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
@@ -127,6 +135,8 @@ class Options:
     cnn_curve: bool = False  # the CNNs on the curve's label subsets only, added to the curve in the JSON file
     gpt_curve: bool = False  # the GPT on the curve's label subsets only, added to the curve in the JSON file
     stage_curve: str | None = None  # this name's line on the curve: the --checkpoint fine-tuned on its subsets
+    stage_scratch: bool = False  # with stage_curve: the --checkpoint's network from random weights instead
+    gpt_scratch_curve: bool = False  # the GPT from random weights on the curve's label subsets, added to it
 
 
 # ------------------------------------------------------------------ data
@@ -261,11 +271,14 @@ def gpt_checkpoint():
 
 def curve_model(network: str, ck, seed: int) -> torch.nn.Module:
     """The classifier of one curve run: BERT pretrained or drawn with ``seed`` (the mean of the final
-    states), or the chapter's GPT with its own head (the last token's state, the auxiliary LM loss)."""
-    if network == "gpt":
-        gpt = gpt_from_config(asdict(gpt_checkpoint().model.config))
-        gpt.load_state_dict({k: v.float() for k, v in gpt_checkpoint().model.state_dict().items()})
+    states), or the chapter's GPT with its own head (the last token's state, the auxiliary LM loss),
+    pretrained (``gpt``) or the same network drawn with ``seed`` (``gpt_scratch``)."""
+    if network in ("gpt", "gpt_scratch"):
         torch.manual_seed(seed)
+        gpt = gpt_from_config(asdict(gpt_checkpoint().model.config))
+        if network == "gpt":
+            gpt.load_state_dict({k: v.float() for k, v in gpt_checkpoint().model.state_dict().items()})
+        torch.manual_seed(seed)  # the head's draws: the same for both
         return GPTClassifier(gpt, classes=2)
     bert = build_bert(ck.model.config, seed=seed) if network == "scratch" else copy_bert(ck.model)
     torch.manual_seed(seed)
@@ -316,6 +329,19 @@ def add_gpt_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
         acc = [runs["gpt", labels, s]["accuracy"] for s in seeds]
         point.update(gpt=acc, gpt_auc=[runs["gpt", labels, s]["auc"] for s in seeds],
                      gpt_vs_scratch=cnn.paired(acc, point["scratch"]), gpt_vs_bert=cnn.paired(acc, point["pretrained"]))
+
+
+def add_gpt_scratch_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
+    """Each curve point gains ``gpt_scratch`` and ``gpt_scratch_auc`` (per seed: the GPT's network and recipe
+    from random weights) and the paired differences of the pretrained GPT with it, in accuracy
+    (``gpt_vs_gpt_scratch``) and AUC (``gpt_auc_vs_gpt_scratch``): what GPT's pretraining brings."""
+    for point in curve:
+        labels = None if point["all"] else point["labels"]
+        seeds = range(len(point["pretrained"]))
+        acc = [runs["gpt_scratch", labels, s]["accuracy"] for s in seeds]
+        auc = [runs["gpt_scratch", labels, s]["auc"] for s in seeds]
+        point.update(gpt_scratch=acc, gpt_scratch_auc=auc, gpt_vs_gpt_scratch=cnn.paired(point["gpt"], acc),
+                     gpt_auc_vs_gpt_scratch=cnn.paired(point["gpt_auc"], auc))
 
 
 #: Keys of a curve point that a --stage-curve name may not take.
@@ -460,6 +486,10 @@ def main(argv: list[str] | None = None) -> dict:
         return cnn_curve_main(words, opts, json_path, say)
     if opts.gpt_curve:
         return gpt_curve_main(ck, pieces, opts, json_path, say)
+    if opts.gpt_scratch_curve:
+        return gpt_scratch_curve_main(ck, pieces, opts, json_path, say)
+    if opts.stage_curve and opts.stage_scratch:
+        return stage_scratch_main(ck, pieces, opts, json_path, checkpoint, say)
     if opts.stage_curve:
         return stage_curve_main(ck, pieces, opts, json_path, checkpoint, say)
     if opts.curve:
@@ -515,6 +545,22 @@ def gpt_curve_main(ck, pieces, opts: Options, json_path: Path | None, say) -> di
     return report
 
 
+def gpt_scratch_curve_main(ck, pieces, opts: Options, json_path: Path | None, say) -> dict:
+    """The GPT from random weights on the curve's label subsets, added to the curve (and GPT's line) already
+    in the JSON file."""
+    report = existing_curve(json_path, opts, "--gpt-scratch-curve")
+    curve = report["curve"]
+    if "gpt" not in curve[0]:
+        raise SystemExit("--gpt-scratch-curve compares with the GPT's line: run --gpt-curve first")
+    runs = curve_runs(("gpt_scratch",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
+    add_gpt_scratch_curve(curve, runs)
+    report["curve_setup"]["gpt_scratch"] = {"network": "the GPT checkpoint's config, drawn with the seed",
+                                            "recipe": asdict(CURVE_RECIPE.tune), "date": time.strftime("%Y-%m-%d")}
+    write_json(json_path, report)
+    print_curve(curve, {"GPT": "gpt", "GPT rand": "gpt_scratch"}, "gpt_vs_gpt_scratch", "GPT - GPT scratch")
+    return report
+
+
 def stage_curve_main(ck, pieces, opts: Options, json_path: Path | None, checkpoint: Path, say) -> dict:
     """Another pretrained checkpoint (a stage of scripts/pretrain_bert.py) on the curve's label subsets, with the
     chapter's recipe, added to the curve already in the JSON file under ``opts.stage_curve``."""
@@ -532,6 +578,33 @@ def stage_curve_main(ck, pieces, opts: Options, json_path: Path | None, checkpoi
     write_json(json_path, report)
     print_curve(curve, {name: name, "BERT": "pretrained", "scratch": "scratch"}, f"{name}_vs_scratch",
                 f"{name} - scratch")
+    return report
+
+
+def stage_scratch_main(ck, pieces, opts: Options, json_path: Path | None, checkpoint: Path, say) -> dict:
+    """The network of ``checkpoint`` drawn at random (its configuration and vocabulary), fine-tuned as the chapter's on
+    the curve's label subsets, added under ``opts.stage_curve``; each stage already on the curve whose checkpoint
+    has the same vocabulary is paired with it (``STAGE_vs_NAME``, ``STAGE_auc_vs_NAME``)."""
+    name = opts.stage_curve
+    report = existing_curve(json_path, opts, "--stage-scratch")
+    curve = report["curve"]
+    runs = curve_runs(("scratch",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
+    add_stage_curve(curve, {("pretrained", *key[1:]): r for key, r in runs.items()}, name)
+    stages = report["curve_setup"].setdefault("stages", {})
+    tokenizer = ck.extra["tokenizer"]
+    same_vocab = [st for st, setup in stages.items() if st != name and nlpcourse.load_checkpoint(
+        REPO / setup["checkpoint"], build=bert_from_config).extra["tokenizer"] == tokenizer]
+    for point in curve:
+        for st in same_vocab:
+            point[f"{st}_vs_{name}"] = cnn.paired(point[st], point[name])
+            point[f"{st}_auc_vs_{name}"] = cnn.paired(point[f"{st}_auc"], point[f"{name}_auc"])
+    stages[name] = {
+        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
+        "pretraining": [], "pretrained_from": None, "paired_with": same_vocab,
+        "recipe": asdict(CURVE_RECIPE.tune), "date": time.strftime("%Y-%m-%d")}
+    write_json(json_path, report)
+    for st in same_vocab:
+        print_curve(curve, {st: st, name: name}, f"{st}_vs_{name}", f"{st} - {name}")
     return report
 
 
@@ -609,9 +682,13 @@ def parse(argv: list[str] | None):
                    "word vectors on the label subsets of the curve already in the JSON file, added to it")
     p.add_argument("--gpt-curve", action="store_true", help="the chapter's GPT fine-tuned with its own head and "
                    "auxiliary LM loss on the label subsets of the curve already in the JSON file, added to it")
+    p.add_argument("--gpt-scratch-curve", action="store_true", help="the GPT's network and recipe from random "
+                   "weights on the label subsets of the curve already in the JSON file (after --gpt-curve)")
     p.add_argument("--stage-curve", metavar="NAME", help="--checkpoint (another pretraining, such as a stage of "
                    "scripts/pretrain_bert.py) fine-tuned as the chapter's BERT on the label subsets of the curve "
                    "already in the JSON file, added to it as NAME")
+    p.add_argument("--stage-scratch", action="store_true", help="with --stage-curve NAME: --checkpoint's network "
+                   "from random weights (in its vocabulary), paired with the stages on the curve in that vocabulary")
     p.add_argument("--curve-seeds", type=int, default=5, help="label subsets per budget (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="curve runs at once, one thread each (default 1)")
     a = p.parse_args(argv)
@@ -621,9 +698,12 @@ def parse(argv: list[str] | None):
                                       or a.stage_curve.startswith(("gpt_", "cnn_", "pretrained_", "scratch_"))):
         p.error(f"--stage-curve: {a.stage_curve!r} must be a name (letters, digits, _) that the curve does not use "
                 f"already: not {', '.join(sorted(CURVE_KEYS))}")
+    if a.stage_scratch and a.stage_curve is None:
+        p.error("--stage-scratch needs --stage-curve NAME (the name of its line on the curve)")
     opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device, curve=a.curve,
                    curve_seeds=a.curve_seeds, jobs=max(1, a.jobs), cnn_curve=a.cnn_curve,
-                   gpt_curve=a.gpt_curve, stage_curve=a.stage_curve)
+                   gpt_curve=a.gpt_curve, stage_curve=a.stage_curve, gpt_scratch_curve=a.gpt_scratch_curve,
+                   stage_scratch=a.stage_scratch)
     if a.tiny:
         opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
                        w2v_epochs=1, budgets=(20, None), curve_epochs_cap=1)

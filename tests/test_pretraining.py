@@ -195,11 +195,24 @@ def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(
         for key, other in (("gpt_vs_scratch", "scratch"), ("gpt_vs_bert", "pretrained")):
             d = [a - b for a, b in zip(c["gpt"], c[other])]
             assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
+    # --gpt-scratch-curve: the GPT's network from random weights, paired with the pretrained GPT
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--gpt-scratch-curve", "--tiny", "--jobs",
+                           "2", "--threads", "1", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    gpt_final, final = final, json.loads(out.read_text())
+    for c, before in zip(final["curve"], gpt_final["curve"]):
+        assert {k: c[k] for k in before} == before and len(c["gpt_scratch"]) == len(c["gpt_scratch_auc"]) == 2
+        assert all(r != g for r, g in zip(c["gpt_scratch_auc"], c["gpt_auc"]))  # the checkpoint not loaded
+        for key, mine, other in (("gpt_vs_gpt_scratch", "gpt", "gpt_scratch"),
+                                 ("gpt_auc_vs_gpt_scratch", "gpt_auc", "gpt_scratch_auc")):
+            d = [a - b for a, b in zip(c[mine], c[other])]
+            assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
     # --stage-curve: another pretraining (a tiny BERT with the record of two stages, as scripts/pretrain_bert.py
     # writes it: test_bert.py runs the script) on the same subsets, under its name
     second = tmp_path / "tapt.pt"
     wp = WordPieces(train_wordpiece([r.text for r in load_reviews()[:1000]], 300))
-    bert = build_bert(BertConfig(wp.vocab_size, 32, 2, 1, 64, 64))
+    bert = build_bert(BertConfig(wp.vocab_size, 32, 2, 1, 64, 64), seed=99)  # not a curve seed's draw
     save_checkpoint(second, bert, bert.config, extra={
         "tokenizer": wp.to_json(), "settings": {"corpus": "reviews"}, "losses": [5.0, 4.5], "seconds": 1.0,
         "stages": [{"settings": {"corpus": "english"}, "losses": [7.0, 6.0], "seconds": 2.0}]})
@@ -216,6 +229,23 @@ def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(
                                  ("tapt_auc_vs_scratch", "tapt_auc", "scratch_auc")):
             d = [a - b for a, b in zip(c[mine], c[other])]
             assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
+    # --stage-scratch: that checkpoint's network from random weights, in its vocabulary, paired with the stage
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--stage-curve", "tapt_rand", "--stage-scratch",
+                           "--checkpoint", str(second), "--tiny", "--jobs", "2", "--threads", "1", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    controlled = json.loads(out.read_text())
+    setup = controlled["curve_setup"]["stages"]["tapt_rand"]
+    assert setup["pretrained_from"] is None and setup["paired_with"] == ["tapt"]
+    for c, before in zip(controlled["curve"], staged["curve"]):
+        assert {k: c[k] for k in before} == before and all(r != t for r, t in zip(c["tapt_rand_auc"], c["tapt_auc"]))
+        for key, mine, other in (("tapt_vs_tapt_rand", "tapt", "tapt_rand"),
+                                 ("tapt_auc_vs_tapt_rand", "tapt_auc", "tapt_rand_auc")):
+            d = [a - b for a, b in zip(c[mine], c[other])]
+            assert c[key]["diff_mean"] == pytest.approx(sum(d) / 2)
+    with pytest.raises(SystemExit, match="2"):
+        benchmark_module().parse(["--stage-scratch", "--tiny"])
+    assert "--stage-scratch needs --stage-curve" in capsys.readouterr().err
     for name in ("gpt", "scratch_auc", "not a name"):  # a name the curve uses already, or no name
         with pytest.raises(SystemExit, match="2"):
             benchmark_module().parse(["--stage-curve", name, "--tiny"])
