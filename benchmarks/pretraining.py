@@ -320,28 +320,32 @@ def curve_runs(networks, ck, pieces, opts: Options, say) -> dict[tuple, dict]:
     return runs
 
 
-def add_gpt_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
-    """Each curve point gains ``gpt`` and ``gpt_auc`` (per seed) and the paired differences of its accuracy
-    with the scratch BERT's (``gpt_vs_scratch``) and the pretrained BERT's (``gpt_vs_bert``)."""
+def add_line(curve: list[dict], runs: dict[tuple, dict], network: str, name: str) -> None:
+    """Each curve point gains ``name`` and ``<name>_auc``: the accuracy and AUC of ``network``'s runs, per seed."""
     for point in curve:
         labels = None if point["all"] else point["labels"]
         seeds = range(len(point["pretrained"]))
-        acc = [runs["gpt", labels, s]["accuracy"] for s in seeds]
-        point.update(gpt=acc, gpt_auc=[runs["gpt", labels, s]["auc"] for s in seeds],
-                     gpt_vs_scratch=cnn.paired(acc, point["scratch"]), gpt_vs_bert=cnn.paired(acc, point["pretrained"]))
+        point[name] = [runs[network, labels, s]["accuracy"] for s in seeds]
+        point[f"{name}_auc"] = [runs[network, labels, s]["auc"] for s in seeds]
+
+
+def add_gpt_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
+    """Each curve point gains ``gpt`` and ``gpt_auc`` (per seed) and the paired differences of its accuracy
+    with the scratch BERT's (``gpt_vs_scratch``) and the pretrained BERT's (``gpt_vs_bert``)."""
+    add_line(curve, runs, "gpt", "gpt")
+    for point in curve:
+        point.update(gpt_vs_scratch=cnn.paired(point["gpt"], point["scratch"]),
+                     gpt_vs_bert=cnn.paired(point["gpt"], point["pretrained"]))
 
 
 def add_gpt_scratch_curve(curve: list[dict], runs: dict[tuple, dict]) -> None:
     """Each curve point gains ``gpt_scratch`` and ``gpt_scratch_auc`` (per seed: the GPT's network and recipe
     from random weights) and the paired differences of the pretrained GPT with it, in accuracy
     (``gpt_vs_gpt_scratch``) and AUC (``gpt_auc_vs_gpt_scratch``): what GPT's pretraining brings."""
+    add_line(curve, runs, "gpt_scratch", "gpt_scratch")
     for point in curve:
-        labels = None if point["all"] else point["labels"]
-        seeds = range(len(point["pretrained"]))
-        acc = [runs["gpt_scratch", labels, s]["accuracy"] for s in seeds]
-        auc = [runs["gpt_scratch", labels, s]["auc"] for s in seeds]
-        point.update(gpt_scratch=acc, gpt_scratch_auc=auc, gpt_vs_gpt_scratch=cnn.paired(point["gpt"], acc),
-                     gpt_auc_vs_gpt_scratch=cnn.paired(point["gpt_auc"], auc))
+        point.update(gpt_vs_gpt_scratch=cnn.paired(point["gpt"], point["gpt_scratch"]),
+                     gpt_auc_vs_gpt_scratch=cnn.paired(point["gpt_auc"], point["gpt_scratch_auc"]))
 
 
 #: Keys of a curve point that a --stage-curve name may not take.
@@ -349,16 +353,13 @@ CURVE_KEYS = {"labels", "all", "epochs", "pretrained", "scratch", "bow", "auc", 
               "cnn_vectors", "diff_mean", "diff_ci95"}
 
 
-def add_stage_curve(curve: list[dict], runs: dict[tuple, dict], name: str) -> None:
-    """Each curve point gains ``name`` and ``<name>_auc`` (per seed: another pretrained checkpoint fine-tuned
-    as the chapter's is, on the same subsets) and its accuracy's paired differences with the scratch BERT's
-    (``<name>_vs_scratch``) and the chapter's pretrained BERT's (``<name>_vs_bert``), and its AUC's with the
-    scratch BERT's (``<name>_auc_vs_scratch``)."""
+def add_stage_curve(curve: list[dict], runs: dict[tuple, dict], name: str, network: str = "pretrained") -> None:
+    """Each curve point gains ``name`` and ``<name>_auc`` (per seed: another checkpoint's BERT, pretrained or,
+    with ``network`` "scratch", drawn at random, fine-tuned as the chapter's is, on the same subsets) and its
+    accuracy's paired differences with the scratch BERT's (``<name>_vs_scratch``) and the chapter's pretrained
+    BERT's (``<name>_vs_bert``), and its AUC's with the scratch BERT's (``<name>_auc_vs_scratch``)."""
+    add_line(curve, runs, network, name)
     for point in curve:
-        labels = None if point["all"] else point["labels"]
-        seeds = range(len(point["pretrained"]))
-        point.update({name: [runs["pretrained", labels, s]["accuracy"] for s in seeds],
-                      f"{name}_auc": [runs["pretrained", labels, s]["auc"] for s in seeds]})
         point.update(stage_differences(point, name))
 
 
@@ -488,8 +489,6 @@ def main(argv: list[str] | None = None) -> dict:
         return gpt_curve_main(ck, pieces, opts, json_path, say)
     if opts.gpt_scratch_curve:
         return gpt_scratch_curve_main(ck, pieces, opts, json_path, say)
-    if opts.stage_curve and opts.stage_scratch:
-        return stage_scratch_main(ck, pieces, opts, json_path, checkpoint, say)
     if opts.stage_curve:
         return stage_curve_main(ck, pieces, opts, json_path, checkpoint, say)
     if opts.curve:
@@ -510,7 +509,7 @@ def curve_main(ck, pieces, words, opts: Options, json_path: Path | None, checkpo
     report = json.loads(json_path.read_text()) if json_path is not None and json_path.exists() else {}
     report["curve"] = curve
     report["curve_setup"] = {
-        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
+        "checkpoint": shown(checkpoint),
         "recipe": asdict(CURVE_RECIPE), "seeds": opts.curve_seeds, "steps_per_budget": CURVE_STEPS,
         "epochs_cap": opts.curve_epochs_cap, "stride": opts.stride, "subsets": "label_subset(n, labels, seed)",
         "threads_per_run": 1, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
@@ -531,13 +530,22 @@ def existing_curve(json_path: Path | None, opts: Options, flag: str) -> dict:
     return report
 
 
+def shown(path: Path) -> str:
+    """``path`` as the JSON file records it: relative to the repository where it lies inside it."""
+    return str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+
+
+def line_runs(network: str, ck, pieces, curve: list[dict], opts: Options, say) -> dict[tuple, dict]:
+    """``network``'s runs on the label subsets of the curve already written (as many seeds as it has)."""
+    return curve_runs((network,), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
+
+
 def gpt_curve_main(ck, pieces, opts: Options, json_path: Path | None, say) -> dict:
     """The GPT on the curve's label subsets, added to the curve already in the JSON file."""
     report = existing_curve(json_path, opts, "--gpt-curve")
     curve = report["curve"]
-    runs = curve_runs(("gpt",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
-    add_gpt_curve(curve, runs)
-    report["curve_setup"]["gpt"] = {"checkpoint": str(GPT_CHECKPOINT.relative_to(REPO)), "head": "last token",
+    add_gpt_curve(curve, line_runs("gpt", ck, pieces, curve, opts, say))
+    report["curve_setup"]["gpt"] = {"checkpoint": shown(GPT_CHECKPOINT), "head": "last token",
                                     "lm_weight": 0.5, "recipe": asdict(CURVE_RECIPE.tune),
                                     "date": time.strftime("%Y-%m-%d")}
     write_json(json_path, report)
@@ -552,8 +560,7 @@ def gpt_scratch_curve_main(ck, pieces, opts: Options, json_path: Path | None, sa
     curve = report["curve"]
     if "gpt" not in curve[0]:
         raise SystemExit("--gpt-scratch-curve compares with the GPT's line: run --gpt-curve first")
-    runs = curve_runs(("gpt_scratch",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
-    add_gpt_scratch_curve(curve, runs)
+    add_gpt_scratch_curve(curve, line_runs("gpt_scratch", ck, pieces, curve, opts, say))
     report["curve_setup"]["gpt_scratch"] = {"network": "the GPT checkpoint's config, drawn with the seed",
                                             "recipe": asdict(CURVE_RECIPE.tune), "date": time.strftime("%Y-%m-%d")}
     write_json(json_path, report)
@@ -562,50 +569,44 @@ def gpt_scratch_curve_main(ck, pieces, opts: Options, json_path: Path | None, sa
 
 
 def stage_curve_main(ck, pieces, opts: Options, json_path: Path | None, checkpoint: Path, say) -> dict:
-    """Another pretrained checkpoint (a stage of scripts/pretrain_bert.py) on the curve's label subsets, with the
-    chapter's recipe, added to the curve already in the JSON file under ``opts.stage_curve``."""
-    name = opts.stage_curve
-    report = existing_curve(json_path, opts, "--stage-curve")
+    """Another checkpoint (a stage of scripts/pretrain_bert.py) on the curve's label subsets, with the chapter's
+    recipe, added to the curve already in the JSON file under ``opts.stage_curve``: its pretrained BERT, or with
+    ``opts.stage_scratch`` its network drawn at random (its configuration and vocabulary), which each stage
+    already on the curve in the same vocabulary is paired with (``STAGE_vs_NAME``, ``STAGE_auc_vs_NAME``)."""
+    name, network = opts.stage_curve, "scratch" if opts.stage_scratch else "pretrained"
+    report = existing_curve(json_path, opts, "--stage-scratch" if opts.stage_scratch else "--stage-curve")
     curve = report["curve"]
-    runs = curve_runs(("pretrained",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
-    add_stage_curve(curve, runs, name)
-    stages = [*ck.extra.get("stages", []), ck.extra]
-    report["curve_setup"].setdefault("stages", {})[name] = {
-        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
-        "pretraining": [{"corpus": st["settings"].get("corpus", "reviews"), "steps": len(st["losses"]),
-                         "last_loss": st["losses"][-1], "seconds": round(st["seconds"])} for st in stages],
-        "recipe": asdict(CURVE_RECIPE.tune), "date": time.strftime("%Y-%m-%d")}
+    add_stage_curve(curve, line_runs(network, ck, pieces, curve, opts, say), name, network)
+    stages = report["curve_setup"].setdefault("stages", {})
+    if opts.stage_scratch:
+        same_vocab = pair_same_vocabulary(curve, stages, name, ck.extra["tokenizer"])
+        history = {"pretraining": [], "pretrained_from": None, "paired_with": same_vocab}
+    else:
+        history = {"pretraining": [{"corpus": st["settings"].get("corpus", "reviews"), "steps": len(st["losses"]),
+                                    "last_loss": st["losses"][-1], "seconds": round(st["seconds"])}
+                                   for st in [*ck.extra.get("stages", []), ck.extra]]}
+    stages[name] = {"checkpoint": shown(checkpoint), **history, "recipe": asdict(CURVE_RECIPE.tune),
+                    "date": time.strftime("%Y-%m-%d")}
     write_json(json_path, report)
-    print_curve(curve, {name: name, "BERT": "pretrained", "scratch": "scratch"}, f"{name}_vs_scratch",
-                f"{name} - scratch")
+    if opts.stage_scratch:
+        for st in same_vocab:
+            print_curve(curve, {st: st, name: name}, f"{st}_vs_{name}", f"{st} - {name}")
+    else:
+        print_curve(curve, {name: name, "BERT": "pretrained", "scratch": "scratch"}, f"{name}_vs_scratch",
+                    f"{name} - scratch")
     return report
 
 
-def stage_scratch_main(ck, pieces, opts: Options, json_path: Path | None, checkpoint: Path, say) -> dict:
-    """The network of ``checkpoint`` drawn at random (its configuration and vocabulary), fine-tuned as the chapter's on
-    the curve's label subsets, added under ``opts.stage_curve``; each stage already on the curve whose checkpoint
-    has the same vocabulary is paired with it (``STAGE_vs_NAME``, ``STAGE_auc_vs_NAME``)."""
-    name = opts.stage_curve
-    report = existing_curve(json_path, opts, "--stage-scratch")
-    curve = report["curve"]
-    runs = curve_runs(("scratch",), ck, pieces, replace(opts, curve_seeds=len(curve[0]["pretrained"])), say)
-    add_stage_curve(curve, {("pretrained", *key[1:]): r for key, r in runs.items()}, name)
-    stages = report["curve_setup"].setdefault("stages", {})
-    tokenizer = ck.extra["tokenizer"]
+def pair_same_vocabulary(curve: list[dict], stages: dict, name: str, tokenizer: str) -> list[str]:
+    """Pairs every stage on the curve whose checkpoint has ``tokenizer`` with the random network ``name``, in
+    accuracy and AUC, at each point; returns those stages."""
     same_vocab = [st for st, setup in stages.items() if st != name and nlpcourse.load_checkpoint(
         REPO / setup["checkpoint"], build=bert_from_config).extra["tokenizer"] == tokenizer]
     for point in curve:
         for st in same_vocab:
             point[f"{st}_vs_{name}"] = cnn.paired(point[st], point[name])
             point[f"{st}_auc_vs_{name}"] = cnn.paired(point[f"{st}_auc"], point[f"{name}_auc"])
-    stages[name] = {
-        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
-        "pretraining": [], "pretrained_from": None, "paired_with": same_vocab,
-        "recipe": asdict(CURVE_RECIPE.tune), "date": time.strftime("%Y-%m-%d")}
-    write_json(json_path, report)
-    for st in same_vocab:
-        print_curve(curve, {st: st, name: name}, f"{st}_vs_{name}", f"{st} - {name}")
-    return report
+    return same_vocab
 
 
 def cnn_curve_main(words, opts: Options, json_path: Path | None, say) -> dict:
@@ -642,7 +643,7 @@ def summarise(recipes, baselines, ck, opts: Options, threads: int, checkpoint: P
     systems["best_cnn"] = best_of(baselines, [f"cnn_{v}" for v in CNN_SYSTEMS])
     settings = ck.extra.get("settings", {})
     setup = asdict(opts) | {
-        "checkpoint": str(checkpoint.relative_to(REPO) if checkpoint.is_relative_to(REPO) else checkpoint),
+        "checkpoint": shown(checkpoint),
         "model": asdict(ck.model.config), "pretraining": settings, "pretrain_steps": len(ck.extra["losses"]),
         "pretrain_final_loss": statistics.fmean(ck.extra["losses"][-50:]),
         "recipes": {k: asdict(v) for k, v in RECIPES.items()}, "baselines": {k: v["accuracy"] for k, v in
