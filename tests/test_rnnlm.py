@@ -123,6 +123,48 @@ def test_config_errors():
         FFNNLMConfig(vocab_size=5, dropout=1.0)
 
 
+#: Three frequency classes of the V = 20 words (none empty), as frequency_classes would number them.
+WORD_CLASSES = [0] * 3 + [1] * 7 + [2] * 10
+
+
+def test_class_softmax_config_errors():
+    with pytest.raises(ConfigError, match="one class per word"):
+        RNNLMConfig(vocab_size=V, embed_dim=8, hidden_dim=8, tie_weights=False, word_classes=[0, 1])
+    with pytest.raises(ConfigError, match="tie_weights=False"):
+        RNNLMConfig(vocab_size=V, embed_dim=8, hidden_dim=8, word_classes=WORD_CLASSES)
+
+
+def test_class_softmax_model_gives_a_distribution_and_its_loss_is_the_targets_nll():
+    """With word_classes the forward pass gives log-probabilities over all V words (each row sums to 1),
+    the training loss (which scores only the targets' classes) is their mean negative log-likelihood at the
+    targets, and stream scoring reads them as it reads logits."""
+    m = tiny(word_classes=WORD_CLASSES, tie_weights=False)
+    assert not hasattr(m, "out") and m.head.n_classes == 3
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randint(0, V, (3, 7), generator=g), torch.randint(0, V, (3, 7), generator=g)
+    lp, _ = m(x)  # (3,7,V)
+    torch.testing.assert_close(lp.exp().sum(-1), torch.ones(3, 7))
+    loss, _ = m.loss(x, y)
+    torch.testing.assert_close(loss, -lp.gather(-1, y[..., None]).mean())
+    context, ids = torch.randint(0, V, (9,), generator=g), torch.randint(0, V, (30,), generator=g)
+    want = full_pass_log_probs(m, torch.cat([context, ids]))[len(context) - 1:]
+    torch.testing.assert_close(stream_log_probs(m, ids, context, chunk=5), want.detach(), rtol=1e-6, atol=1e-6)
+    assert stream_log_probs(m, ids)[0].item() == pytest.approx(-math.log(V))  # no context: uniform first
+
+
+def test_class_softmax_model_trains_and_round_trips_a_checkpoint(tmp_path):
+    stream = torch.arange(6).repeat(300)  # 0 1 2 3 4 5 0 1 ...: each token decides the next
+    m = tiny(layers=1, word_classes=WORD_CLASSES, tie_weights=False)
+    before = lm_perplexity(m, stream[1000:1200])
+    fit_lm(m, stream[:1000], stream[1000:1200], LMTrainConfig(batch_size=4, bptt=10, epochs=3, lr=0.03))
+    after = lm_perplexity(m, stream[1000:1200])
+    assert after < 1.5 < before
+    nlpcourse.save_checkpoint(tmp_path / "lm.pt", m, m.config)
+    again = nlpcourse.load_checkpoint(tmp_path / "lm.pt", build=rnnlm_from_config).model
+    assert again.config.word_classes == WORD_CLASSES
+    assert lm_perplexity(again, stream[1000:1200]) == pytest.approx(after, rel=1e-9)
+
+
 def test_tied_weights_share_the_embedding_table():
     m = tiny()
     assert m.out.weight is m.embed.weight
@@ -280,8 +322,10 @@ def test_cells_reject_wrong_input_shapes():
 
 
 @pytest.mark.gpu
-def test_cuda_model_scores_like_the_cpu_model():
-    cpu, gpu = tiny("lstm"), tiny("lstm", "cuda")
+@pytest.mark.parametrize("output", [{}, {"word_classes": WORD_CLASSES, "tie_weights": False}],
+                         ids=["softmax", "classes"])
+def test_cuda_model_scores_like_the_cpu_model(output):
+    cpu, gpu = tiny("lstm", **output), tiny("lstm", "cuda", **output)
     ids = torch.randint(0, V, (40,))
     torch.testing.assert_close(stream_log_probs(gpu, ids, ids[:4]), stream_log_probs(cpu, ids, ids[:4]),
                                rtol=1e-4, atol=1e-4)
@@ -315,12 +359,14 @@ def test_benchmark_tiny_writes_every_system(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     systems = report["systems"]
-    assert set(systems) == {"unigram", "kn3", "kn5", "ffnn", "elman", "gru", "lstm", "lstm_long"}
+    assert set(systems) == {"unigram", "kn3", "kn5", "ffnn", "elman", "gru", "lstm", "lstm_long", "lstm_class"}
     for name, result in systems.items():
         assert {"test_ppl", "valid_ppl", "wall_s"} <= set(result), name
     neural = [systems[n] for n in ("ffnn", "elman", "gru", "lstm")]  # one budget; lstm_long has its own
     assert len({r["cpu_budget_s"] for r in neural}) == 1  # one budget for all
-    assert systems["lstm_long"]["cpu_budget_s"] == 2 * neural[0]["cpu_budget_s"]
+    assert systems["lstm_long"]["cpu_budget_s"] == systems["lstm_class"]["cpu_budget_s"] == 2 * neural[0][
+        "cpu_budget_s"]
+    assert {"lstm_long_over_kn5", "lstm_class_over_kn5"} <= set(report["targets"])
     for r in neural:
         assert r["seeds"] == len(r["runs"]) == 2 and [x["seed"] for x in r["runs"]] == [0, 1]
         assert r["runs"][0]["test_ppl"] != r["runs"][1]["test_ppl"]  # the seed changes the run

@@ -7,7 +7,9 @@ V vocabulary.
     x       (B,T)     token ids of a window; the targets are the same stream shifted by one
     e       (B,T,E)   embeddings, dropout while training
     out     (B,T,H)   the top layer's hidden states (PyTorch's ``nn.RNN``/``nn.GRU``/``nn.LSTM``: cuDNN on CUDA)
-    logits  (B,T,V)   out W_out^T + b_out; with ``tie_weights`` W_out is the embedding table (E = H needed)
+    logits  (B,T,V)   out W_out^T + b_out; with ``tie_weights`` W_out is the embedding table (E = H needed);
+                      with ``word_classes`` the class-based softmax's log-probabilities instead (normalised
+                      logits: a softmax of them is the same distribution)
     state             (L,B,H) for Elman and GRU; a pair ((L,B,H), (L,B,H)) = (h, c) for the LSTM
 
 Training is truncated backpropagation through time (:func:`fit_lm`): the streams are cut into windows of
@@ -27,6 +29,7 @@ from torch import nn
 from ..data.batching import lm_batches
 from ..errors import ConfigError, NumericalError
 from ..train import Budget, EarlyStopping
+from .softmax import ClassSoftmax
 
 CELLS = ("elman", "gru", "lstm")
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -43,6 +46,8 @@ class RNNLMConfig:
     layers: int = 2  # L: stacked recurrent layers; layer l+1 reads layer l's hidden states
     dropout: float = 0.3  # on the embeddings, between layers and on the top layer's output (Zaremba et al.)
     tie_weights: bool = True  # the output layer reuses the embedding table (Press & Wolf; Inan et al.)
+    word_classes: list[int] | None = None  # c(w) of each of the V words: a class-based softmax over them
+    # (softmax.ClassSoftmax: Goodman 2001; Mikolov et al. 2011) instead of the full one; None: the full softmax
 
     def __post_init__(self) -> None:
         checks = [
@@ -54,6 +59,11 @@ class RNNLMConfig:
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
             (not self.tie_weights or self.embed_dim == self.hidden_dim,
              f"tie_weights needs embed_dim == hidden_dim, got {self.embed_dim} and {self.hidden_dim}"),
+            (self.word_classes is None or len(self.word_classes) == self.vocab_size,
+             f"word_classes needs one class per word ({self.vocab_size}), got "
+             f"{len(self.word_classes or [])}"),
+            (self.word_classes is None or not self.tie_weights,
+             "word_classes has its own output blocks: set tie_weights=False"),
         ]
         for ok, message in checks:
             if not ok:
@@ -61,7 +71,8 @@ class RNNLMConfig:
 
 
 class RNNLM(nn.Module):
-    """Embedding, L recurrent layers, a softmax over V: P(x_{t+1} | x_1..x_t) for every t of a window."""
+    """Embedding, L recurrent layers, a softmax over V (full, or class-based with ``word_classes``):
+    P(x_{t+1} | x_1..x_t) for every t of a window."""
 
     def __init__(self, config: RNNLMConfig):
         super().__init__()
@@ -72,14 +83,17 @@ class RNNLM(nn.Module):
         self.rnn = rnn_class(c.embed_dim, c.hidden_dim, c.layers, batch_first=True,
                              dropout=c.dropout if c.layers > 1 else 0.0)
         self.drop = nn.Dropout(c.dropout)
-        self.out = nn.Linear(c.hidden_dim, c.vocab_size)
-        if c.tie_weights:
-            self.out.weight = self.embed.weight
+        self.head = None if c.word_classes is None else ClassSoftmax(c.hidden_dim, torch.tensor(c.word_classes))
+        if self.head is None:
+            self.out = nn.Linear(c.hidden_dim, c.vocab_size)
+            if c.tie_weights:
+                self.out.weight = self.embed.weight
         self._init_weights()
 
     def _init_weights(self) -> None:
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
-        nn.init.zeros_(self.out.bias)
+        if self.head is None:
+            nn.init.zeros_(self.out.bias)
         if self.config.cell in ("lstm", "gru"):  # remember by default (Jozefowicz et al., 2015): the LSTM's
             # forget gate f and the GRU's update gate z (h' = (1 - z) n + z h in PyTorch) start near 0.73
             for name, p in self.rnn.named_parameters():
@@ -94,13 +108,30 @@ class RNNLM(nn.Module):
         h = torch.zeros(c.layers, batch_size, c.hidden_dim, device=device or self.embed.weight.device)
         return (h, h.clone()) if c.cell == "lstm" else h
 
-    def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
-        """Logits (B,T,V) of the next token at every position of ``x`` (B,T), and the state after it."""
+    def hidden(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
+        """The top layer's states (B,T,H) at every position of ``x`` (B,T), after dropout, and the state."""
         if state is None:
             state = self.init_state(x.shape[0], x.device)
         e = self.drop(self.embed(x))  # (B,T) -> (B,T,E)
         out, state = self.rnn(e, state)  # (B,T,E) -> (B,T,H)
-        return self.out(self.drop(out)), state  # (B,T,H) x (H,V) -> (B,T,V)
+        return self.drop(out), state
+
+    def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
+        """Logits (B,T,V) of the next token at every position of ``x`` (B,T), and the state after it (with
+        ``word_classes``: the full distribution's log-probabilities)."""
+        out, state = self.hidden(x, state)  # (B,T,H)
+        if self.head is not None:
+            return self.head.log_prob(out), state  # (B,T,H) -> (B,T,V), class by class
+        return self.out(out), state  # (B,T,H) x (H,V) -> (B,T,V)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
+        """Mean cross-entropy of the next tokens ``y`` (B,T) after ``x`` (B,T), and the state: the training
+        loss (the class-based softmax scores each target's class only, never all V words)."""
+        out, state = self.hidden(x, state)  # (B,T,H)
+        if self.head is not None:
+            return self.head.loss(out, y), state
+        logits = self.out(out)  # (B,T,H) x (H,V) -> (B,T,V)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)), state  # (B*T,V), (B*T,)
 
 
 def detach_state(state: State) -> State:
@@ -143,7 +174,8 @@ def stream_log_probs(model: nn.Module, ids: torch.Tensor, context: torch.Tensor 
         out.append(lp[max(0, start - i - 1):].cpu())  # keep the targets at stream positions >= start
     lps = torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
     if start == 0:
-        V = model.out.out_features if hasattr(model, "out") else None
+        V = model.config.vocab_size if isinstance(model, RNNLM) else getattr(getattr(model, "out", None),
+                                                                             "out_features", None)
         if V is None:
             raise ConfigError("stream_log_probs: without context the model needs an `out` layer to know V")
         lps = torch.cat([torch.tensor([-math.log(V)], dtype=torch.float64), lps])
@@ -203,8 +235,7 @@ class LMHistory:
 
 def _train_window(model: RNNLM, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, state: State,
                   clip: float | None) -> tuple[float, State]:
-    logits, state = model(x, state)  # (B,T,V)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))  # (B*T,V) vs (B*T,)
+    loss, state = model.loss(x, y, state)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     if clip is not None:
