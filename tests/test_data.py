@@ -243,19 +243,17 @@ def test_graded_data_builds_what_the_notebooks_then_find_in_their_caches(chapter
     import json
     from pathlib import Path
 
-    from nlpcourse.data import review_order_pieces
+    from nlpcourse.data import review_pieces
     from nlpcourse.data.warm import graded_data
 
     graded_data()
-    hits = word_order_split.cache_info().hits, review_order_pieces.cache_info().hits
+    hits = word_order_split.cache_info().hits, review_pieces.cache_info().hits
     word_order_split()
-    review_order_pieces(chapter_pieces, "train", 12)
-    review_order_pieces(chapter_pieces, "valid", 64)
-    assert (word_order_split.cache_info().hits, review_order_pieces.cache_info().hits) == (hits[0] + 1, hits[1] + 2)
+    review_pieces(chapter_pieces, 64)
+    assert (word_order_split.cache_info().hits, review_pieces.cache_info().hits) == (hits[0] + 1, hits[1] + 1)
     notebook = Path(__file__).resolve().parents[1] / "solutions" / "pretraining" / "pretraining.ipynb"
     if notebook.exists():  # the public copy has no solutions/
         source = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"])
-        for call in ('N_TRAIN, TRAIN_LEN = 8000, 12',
-                     'review_order_pieces(_pretrained.extra["tokenizer"], "train", TRAIN_LEN)',
-                     'review_order_pieces(_pretrained.extra["tokenizer"], "valid", 64)'):
+        for call in ('_pretrained = nlpcourse.load_checkpoint(CHECKPOINTS / "gpt_reviews.pt"',
+                     'review_pieces(_pretrained.extra["tokenizer"], 64)'):
             assert call in source, call

@@ -1,7 +1,7 @@
 """The data the graded trainers read, built once in a process that forks the grading kernels afterwards (the
 grader's kernel nursery, ``grader/nursery.py``), so that every kernel finds it in its caches instead of
-building it again: word_order_split (cnn, about 2 s a kernel), the review word-order pieces (pretraining,
-about 2 s), the verse pairs (seq2seq, transformer) and the character corpus (rnnlm).
+building it again: word_order_split (cnn, about 2 s a kernel), the review snippets' pieces (pretraining,
+about 1 s), the verse pairs (seq2seq, transformer) and the character corpus (rnnlm).
 
 Each call is the notebook's, with the same arguments written the same way, so that it lands on the same
 ``lru_cache`` entry; a notebook that changes its arguments only misses the cache (and builds the data as
@@ -15,16 +15,16 @@ from pathlib import Path
 def graded_data() -> None:
     """Build and cache what the assignments' trained parts load (see the module's docstring)."""
     import nlpcourse
-    from nlpcourse.models.bert import bert_from_config
+    from nlpcourse.models.gpt import gpt_from_config
 
     from .lm_corpus import lm_corpus
+    from .review_split import review_pieces
     from .translation import verse_pairs
-    from .word_order import review_order_pieces, word_order_split
+    from .word_order import word_order_split
 
     word_order_split()  # cnn: TASKS["order"]() and the notebook's task_data("order")
-    checkpoint = Path(nlpcourse.__file__).resolve().parents[1] / "data" / "checkpoints" / "bert.pt"
-    tokenizer = nlpcourse.load_checkpoint(checkpoint, build=bert_from_config).extra["tokenizer"]
-    review_order_pieces(tokenizer, "train", 12)  # pretraining: review_data(), TRAIN_LEN = 12
-    review_order_pieces(tokenizer, "valid", 64)
+    checkpoint = Path(nlpcourse.__file__).resolve().parents[1] / "data" / "checkpoints" / "gpt_reviews.pt"
+    tokenizer = nlpcourse.load_checkpoint(checkpoint, build=gpt_from_config).extra["tokenizer"]
+    review_pieces(tokenizer, 64)  # pretraining: review_data() and review_quality()
     verse_pairs()  # seq2seq and transformer: translation_split() reads them
     lm_corpus("shakespeare", "char", None, max_chars=300_000)  # rnnlm

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.grading
 ASSIGNMENT = load_assignment("pretraining")
 REFERENCE = load_reference(ASSIGNMENT)
 BUGS = load_bugs(ASSIGNMENT)
-TRAINER_CELLS = ("setup", "loss-solution", "head-solution", "rates-solution", "train-helpers", "train-solution")
+TRAINER_CELLS = ("setup", "loss-solution", "rates-solution", "causal-solution", "train-helpers", "train-solution")
 
 
 def _cases(part: str, seed: int = 0) -> list[Case]:
@@ -133,21 +133,21 @@ def test_the_notebooks_measure_is_the_graders_and_the_judge_rejects_broken_weigh
     ns = run_solved_cells("pretraining", *TRAINER_CELLS)
     case = Case("seed", [5, *REFERENCE.TRAIN_SETTINGS])
     expected = REFERENCE.fine_tune_reviews(*case.args)
-    trained = ns["fine_tune_reviews"](5, steps=120)  # of 500: the word order starts to show (AUC 0.671)
+    trained = ns["fine_tune_reviews"](5, steps=100)  # of 250: test AUC 0.710, past the bar already
     verdict = REFERENCE._check_training(expected, trained, case, "cpu")
-    assert verdict.details["auc"] > 0.6, verdict
+    assert verdict.ok and verdict.details["auc"] > REFERENCE.MIN_TEST_AUC, verdict
     assert ns["review_quality"](trained, "valid") == pytest.approx(REFERENCE.quality(trained, "valid"), abs=1e-6), (
         "the notebook's measure is the grader's")
     ok, one_step_more = recipe_verdicts(REFERENCE, "fine_tune_reviews", ns["fine_tune_reviews"])
     assert ok.ok and not one_step_more.ok and "not the recipe's" in one_step_more.message, (ok, one_step_more)
     bad_head = dict(trained, W_out=trained["W_out"].T)
     assert "W_out" in REFERENCE._check_training(expected, bad_head, case, "cpu").message
-    nan = dict(trained, b_pool=trained["b_pool"] * float("nan"))
+    nan = dict(trained, b_out=trained["b_out"] * float("nan"))
     assert "nan" in REFERENCE._check_training(expected, nan, case, "cpu").message
-    missing = dict(trained, bert={k: v for k, v in list(trained["bert"].items())[1:]})
+    missing = dict(trained, gpt={k: v for k, v in list(trained["gpt"].items())[1:]})
     assert "state_dict" in REFERENCE._check_training(expected, missing, case, "cpu").message
-    untrained = {"bert": ns["load_bert"]().state_dict(), **ns["init_head"](5)}
+    untrained = {"gpt": ns["load_gpt"]().state_dict(), **ns["init_head"](5)}
     assert not REFERENCE._check_training(expected, untrained, case, "cpu").ok, "an untrained head fails"
     constant = dict(trained, W_out=torch.zeros_like(trained["W_out"]), b_out=torch.tensor([1.0, 0.0]))
     verdict = REFERENCE._check_training(expected, constant, case, "cpu")
-    assert not verdict.ok and verdict.details["auc"] == 0.5, "always 'as written' ranks nothing"
+    assert not verdict.ok and verdict.details["auc"] == 0.5, "always 'rotten' ranks nothing"
