@@ -626,7 +626,8 @@ def sentiment_pieces(part: str) -> tuple[list[list[int]], torch.Tensor]:
 @torch.no_grad()
 def review_scores(trained, part="test") -> tuple[torch.Tensor, torch.Tensor]:
     """(N,) fresh-minus-rotten logits of the snippets of ``part`` by the reference GPT holding
-    ``trained["gpt"]`` and the reference head (its last real piece's state), and their (N,) labels."""
+    ``trained["gpt"]`` and the reference head (the notebook's last_states: its last real piece's state), and
+    their (N,) labels."""
     from nlpcourse.models.gpt import gpt_from_config
     gpt = gpt_from_config(_gpt().config.to_dict())
     gpt.load_state_dict({k: v.detach().cpu().float() for k, v in trained["gpt"].items()})
@@ -638,8 +639,7 @@ def review_scores(trained, part="test") -> tuple[torch.Tensor, torch.Tensor]:
     for start in range(0, len(ids), 64):
         batch = order[start:start + 64]
         x = pad_batch([ids[i] for i in batch]).tokens  # (64,T)
-        last = (x != PAD).sum(1) - 1  # (64,) each snippet's last real piece
-        logits[batch] = gpt.states(x)[torch.arange(len(batch)), last] @ W_out.T + b_out  # (64,D) -> (64,2)
+        logits[batch] = _given_helpers()["last_states"](gpt.states(x), x) @ W_out.T + b_out  # (64,D) -> (64,2)
     return logits[:, 1] - logits[:, 0], labels
 
 
