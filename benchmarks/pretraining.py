@@ -91,6 +91,7 @@ from nlpcourse.models.bert import Bert, BertClassifier, bert_from_config, build_
 from nlpcourse.models.cnn import training_vocab
 from nlpcourse.models.gpt import GPTClassifier, gpt_from_config
 from nlpcourse.report import write_json
+from nlpcourse.torchrun import LaunchError, root_cause, torchrun
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINT = REPO / "data" / "checkpoints" / "bert.pt"
@@ -440,14 +441,18 @@ def add_cnn_curve(curve: list[dict], runs: dict[tuple, float]) -> None:
 
 def pretrain_run(procs: int, threads: int, steps: int, vocab: Path, folder: Path, tiny: bool) -> list[dict]:
     """``scripts/pretrain_bert.py`` for ``steps`` steps, dropout 0; its loss log."""
-    log = folder / f"p{procs}t{threads}.jsonl"
-    args = [str(SCRIPT), "--steps", str(steps), "--warmup", "5", "--dropout", "0", "--threads", str(threads),
-            "--tokenizer", str(vocab), "--loss-log", str(log), "--out", str(folder / f"p{procs}t{threads}.pt")]
+    log, out = folder / f"p{procs}t{threads}.jsonl", folder / f"p{procs}t{threads}.pt"
+    args = ["--steps", str(steps), "--warmup", "5", "--dropout", "0", "--threads", str(threads),
+            "--tokenizer", str(vocab), "--loss-log", str(log), "--out", str(out)]
     args += ["--tiny"] if tiny else []
-    launch = [sys.executable] if procs == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                   "--nproc_per_node", str(procs)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    subprocess.run(launch + args, check=True, cwd=REPO, env=env, capture_output=True, timeout=3600)
+    if procs > 1:
+        torchrun(SCRIPT, args, procs, env=env, cwd=REPO, timeout=3600, fresh=[log, out])
+    else:
+        proc = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise LaunchError(f"{SCRIPT.name} exited with {proc.returncode}: {root_cause(proc.stderr)}")
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 

@@ -35,8 +35,6 @@ import importlib.util
 import json
 import math
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +52,7 @@ import torch  # noqa: E402
 
 from nlpcourse.seed import seed_everything  # noqa: E402
 from nlpcourse.threads import use_threads  # noqa: E402
+from nlpcourse.torchrun import torchrun  # noqa: E402
 
 SEED = 0
 PRETRAIN_SCRIPT = ROOT / "scripts" / "pretrain_bert.py"
@@ -343,34 +342,19 @@ def _torchrun_launch(device: torch.device) -> tuple[int, dict[str, str], str]:
     return 1, env, "1 process (one GPU: a world of one), nccl"
 
 
-def _root_cause(stderr: str) -> str:
-    """What a failed torchrun says went wrong: its workers' exception lines (``SomeError: ...``, with or without
-    the ``[rankN]:`` prefix) and the summary's rank and exit code, most informative first; else its last lines.
-    The tail alone is the launcher's own traceback, which names no cause."""
-    lines = [line.strip() for line in stderr.splitlines()]
-    errors = [line for line in lines if re.match(r"(\[rank\d+\]:\s*)?[\w.]*(Error|Exception)\b.*:", line)]
-    summary = [line for line in lines if re.match(r"(rank|exitcode|error_file)\s*:", line)]
-    found = list(dict.fromkeys(errors + summary))
-    return " | ".join(found)[:1500] if found else stderr[-1500:]
-
-
 def _time_torchrun(device: torch.device, dry_run: bool) -> tuple[str, dict]:
     steps = _steps(dry_run, device, 3, 20, 200)
     s = _pretrain_settings(dry_run, steps)
     nproc, env, how = _torchrun_launch(device)
     threads = max(1, min(8, os.cpu_count() or 1) // nproc)
     with tempfile.TemporaryDirectory() as tmp:
-        vocab, log = Path(tmp) / "wordpiece.json", Path(tmp) / "loss.jsonl"
+        vocab, log, out = (Path(tmp) / name for name in ("wordpiece.json", "loss.jsonl", "bert.pt"))
         vocab.write_text(_wordpieces_json(s.vocab_size))
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
-               str(PRETRAIN_SCRIPT), *(["--tiny"] if dry_run else []), "--steps", str(s.steps),
-               "--warmup", str(s.warmup), "--threads", str(threads),
-               "--tokenizer", str(vocab), "--out", str(Path(tmp) / "bert.pt"), "--loss-log", str(log)]
+        args = [*(["--tiny"] if dry_run else []), "--steps", str(s.steps), "--warmup", str(s.warmup),
+                "--threads", str(threads), "--tokenizer", str(vocab), "--out", str(out), "--loss-log", str(log)]
         start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        torchrun(PRETRAIN_SCRIPT, args, nproc, env=env, cwd=ROOT, timeout=300, fresh=[log, out])
         wall = time.perf_counter() - start
-        if proc.returncode != 0:
-            raise RuntimeError(f"torchrun exited with {proc.returncode}: {_root_cause(proc.stderr)}")
         rows = [json.loads(line) for line in log.read_text().splitlines()]
     timed = rows[1:]  # the first step is the warm-up
     seconds = rows[-1]["seconds"] - rows[0]["seconds"]

@@ -31,6 +31,7 @@ from nlpcourse.models.bert import (
     mlm_loss,
     to_huggingface,
 )
+from nlpcourse.torchrun import torchrun
 from nlpcourse.train import load_checkpoint, save_checkpoint
 from scripts.pretrain_bert import TINY, PretrainSettings, RunOptions, World, pack_segments, start
 from scripts.pretrain_bert import main as pretrain_main
@@ -232,14 +233,18 @@ def vocab_file(tmp_path_factory, wp):
     return path
 
 
-def pretrain(tmp_path, name: str, *args: str, launcher: tuple[str, ...] = ()) -> tuple[list[float], Path]:
-    """A tiny run of the script (dropout 0, one thread per process): its losses and its checkpoint."""
+def pretrain(tmp_path, name: str, *args: str, nproc: int = 0) -> tuple[list[float], Path]:
+    """A tiny run of the script (dropout 0, one thread per process), in this process's way or under torchrun with
+    ``nproc`` processes: its losses and its checkpoint."""
     out, log = tmp_path / f"{name}.pt", tmp_path / f"{name}.jsonl"
-    cmd = [sys.executable, *launcher, str(SCRIPT), "--tiny", "--dropout", "0", "--threads", "1", "--out", str(out),
-           "--loss-log", str(log), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | {"NLPCOURSE_PROGRESS": "0"},
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    args = ("--tiny", "--dropout", "0", "--threads", "1", "--out", str(out), "--loss-log", str(log), *args)
+    env = os.environ | {"NLPCOURSE_PROGRESS": "0"}
+    if nproc:
+        torchrun(SCRIPT, args, nproc, env=env, timeout=300, fresh=[out, log])
+    else:
+        proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
     return [json.loads(line)["loss"] for line in log.read_text().splitlines()], out
 
 
@@ -248,8 +253,7 @@ def test_torchrun_with_two_processes_reproduces_the_one_process_loss_curve(tmp_p
     and gradient accumulation over 2 micro-batches in one process too."""
     vocab = ("--tokenizer", str(vocab_file), "--steps", "6")
     one, _ = pretrain(tmp_path, "one", *vocab)
-    two, _ = pretrain(tmp_path, "two", *vocab, launcher=("-m", "torch.distributed.run", "--standalone",
-                                                          "--nproc_per_node", "2"))
+    two, _ = pretrain(tmp_path, "two", *vocab, nproc=2)
     accumulated, _ = pretrain(tmp_path, "acc", *vocab, "--accumulate", "2")
     assert len(one) == len(two) == len(accumulated) == 6
     assert one[-1] < one[0], "it learns"
