@@ -17,6 +17,7 @@ validation and test perplexities and the hardware and time it took; a JSON besid
 numbers without the weights.
 
     python scripts/train_rnnlm.py --out data/checkpoints/rnnlm_austen_long.pt  # a longer word model
+    python scripts/train_rnnlm.py --classes 100 --hidden 384 --dropout 0.4 --out ...  # class softmax, tied
     python scripts/train_rnnlm.py --corpus shakespeare             # the chapter's character model
     python scripts/train_rnnlm.py --tiny --out /tmp/lm.pt          # seconds, for tests
 """
@@ -35,6 +36,7 @@ import torch
 import nlpcourse
 from nlpcourse.data.lm_corpus import lm_corpus
 from nlpcourse.models.rnnlm import LMTrainConfig, RNNLMConfig, build_rnnlm, fit_lm, lm_perplexity
+from nlpcourse.models.softmax import frequency_classes
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINTS = REPO / "data" / "checkpoints"
@@ -51,6 +53,8 @@ class TrainSettings:
     hidden: int = 256  # E = H (tied weights)
     layers: int = 2
     dropout: float = 0.3
+    classes: int | None = None  # C frequency classes of a class-based softmax, its rows tied to the embeddings
+    # (RNNLMConfig.word_classes, as benchmarks/rnnlm.py's lstm_class); None: the full softmax
     epochs: int = 10  # at most; the CPU budget usually ends training first
     minutes: float | None = None  # stop training after this many minutes (None: all epochs)
     cpu_minutes: float | None = None  # stop after this much CPU time of the process, all threads (None: no limit)
@@ -76,15 +80,17 @@ def parse(argv: list[str] | None) -> tuple[TrainSettings, Path]:
     p.add_argument("--out", type=Path, default=None, help="checkpoint to write (default data/checkpoints/...)")
     for name in ("cell", "device"):
         p.add_argument(f"--{name}", default=None)
-    for name in ("hidden", "layers", "epochs", "threads", "max_chars"):
+    for name in ("hidden", "layers", "classes", "epochs", "threads", "max_chars"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None)
+    p.add_argument("--dropout", type=float, default=None)
     p.add_argument("--minutes", type=float, default=None, help="wall-clock budget of the training")
     p.add_argument("--cpu-minutes", dest="cpu_minutes", type=float, default=None,
                    help="CPU-time budget of the training (all threads); 2 cores x 10 minutes = 20")
     p.add_argument("--tiny", action="store_true", help="seconds: a small model on 30,000 characters")
     args = p.parse_args(argv)
     cfg = PRESETS[args.corpus]
-    for name in ("cell", "device", "hidden", "layers", "epochs", "threads", "max_chars", "minutes", "cpu_minutes"):
+    for name in ("cell", "device", "hidden", "layers", "classes", "dropout", "epochs", "threads", "max_chars",
+                 "minutes", "cpu_minutes"):
         if getattr(args, name) is not None:
             cfg = dataclasses.replace(cfg, **{name: getattr(args, name)})
     if cfg.device.startswith("cuda") and args.cpu_minutes is None:  # a CPU budget means nothing on a GPU
@@ -101,8 +107,10 @@ def main(argv: list[str] | None = None) -> dict:
     nlpcourse.seed_everything(cfg.seed)
     level = "word" if cfg.corpus == "austen" else "char"
     corpus = lm_corpus(cfg.corpus, level, 10_000 if level == "word" else None, cfg.max_chars)
+    counts = torch.bincount(corpus.train, minlength=corpus.vocab_size)  # (V,) training counts
+    classes = None if cfg.classes is None else frequency_classes(counts, cfg.classes).tolist()
     mcfg = RNNLMConfig(vocab_size=corpus.vocab_size, cell=cfg.cell, embed_dim=cfg.hidden, hidden_dim=cfg.hidden,
-                       layers=cfg.layers, dropout=cfg.dropout)
+                       layers=cfg.layers, dropout=cfg.dropout, word_classes=classes)
     model = build_rnnlm(mcfg, seed=cfg.seed, device=cfg.device)
     tcfg = LMTrainConfig(batch_size=cfg.batch_size, bptt=cfg.bptt, epochs=cfg.epochs, lr=cfg.lr,
                          max_seconds=None if cfg.minutes is None else cfg.minutes * 60,

@@ -130,15 +130,19 @@ WORD_CLASSES = [0] * 3 + [1] * 7 + [2] * 10
 def test_class_softmax_config_errors():
     with pytest.raises(ConfigError, match="one class per word"):
         RNNLMConfig(vocab_size=V, embed_dim=8, hidden_dim=8, tie_weights=False, word_classes=[0, 1])
-    with pytest.raises(ConfigError, match="tie_weights=False"):
-        RNNLMConfig(vocab_size=V, embed_dim=8, hidden_dim=8, word_classes=WORD_CLASSES)
+    with pytest.raises(ConfigError, match="tie_weights needs embed_dim == hidden_dim"):
+        RNNLMConfig(vocab_size=V, embed_dim=6, hidden_dim=8, word_classes=WORD_CLASSES)
 
 
-def test_class_softmax_model_gives_a_distribution_and_its_loss_is_the_targets_nll():
+CLASS_OUTPUTS = pytest.mark.parametrize("tie", [False, True], ids=["own-embeddings", "tied-rows"])
+
+
+@CLASS_OUTPUTS
+def test_class_softmax_model_gives_a_distribution_and_its_loss_is_the_targets_nll(tie):
     """With word_classes the forward pass gives log-probabilities over all V words (each row sums to 1),
     the training loss (which scores only the targets' classes) is their mean negative log-likelihood at the
     targets, and stream scoring reads them as it reads logits."""
-    m = tiny(word_classes=WORD_CLASSES, tie_weights=False)
+    m = tiny(word_classes=WORD_CLASSES, tie_weights=tie)
     assert not hasattr(m, "out") and m.head.n_classes == 3
     g = torch.Generator().manual_seed(2)
     x, y = torch.randint(0, V, (3, 7), generator=g), torch.randint(0, V, (3, 7), generator=g)
@@ -152,9 +156,10 @@ def test_class_softmax_model_gives_a_distribution_and_its_loss_is_the_targets_nl
     assert stream_log_probs(m, ids)[0].item() == pytest.approx(-math.log(V))  # no context: uniform first
 
 
-def test_class_softmax_model_trains_and_round_trips_a_checkpoint(tmp_path):
+@CLASS_OUTPUTS
+def test_class_softmax_model_trains_and_round_trips_a_checkpoint(tmp_path, tie):
     stream = torch.arange(6).repeat(300)  # 0 1 2 3 4 5 0 1 ...: each token decides the next
-    m = tiny(layers=1, word_classes=WORD_CLASSES, tie_weights=False)
+    m = tiny(layers=1, word_classes=WORD_CLASSES, tie_weights=tie)
     before = lm_perplexity(m, stream[1000:1200])
     fit_lm(m, stream[:1000], stream[1000:1200], LMTrainConfig(batch_size=4, bptt=10, epochs=3, lr=0.03))
     after = lm_perplexity(m, stream[1000:1200])
@@ -170,6 +175,21 @@ def test_tied_weights_share_the_embedding_table():
     assert m.out.weight is m.embed.weight
     assert sum(p.numel() for p in m.parameters()) < sum(p.numel() for p in tiny(tie_weights=False,
                                                                                  embed_dim=8).parameters())
+
+
+def test_tied_class_rows_are_the_embeddings_and_learn_from_both_ends():
+    """Tied, word w's input vector is its row in its class's output block: one table, stored once, and a
+    word seen only as input still moves its output row."""
+    m, own = tiny(word_classes=WORD_CLASSES), tiny(word_classes=WORD_CLASSES, tie_weights=False)
+    rows, _ = m.head.word_weights()  # (V,H) by word id
+    x = torch.tensor([[4, 0, 17]])
+    torch.testing.assert_close(m.embed(x), rows[x])
+    assert not any(k.startswith("embed") for k in m.state_dict())
+    saved = sum(p.numel() for p in own.parameters()) - sum(p.numel() for p in m.parameters())
+    assert saved == V * 8 and float(rows.abs().max()) <= 0.1  # the table's size and the embeddings' scale
+    m.loss(x, torch.tensor([[0, 0, 0]]))[0].backward()  # target 0 (class 0); word 17 only as input (class 2)
+    block, within = m.head.word_out[2], int(m.head.within[17])
+    assert block.weight.grad[within].abs().sum() > 0 and block.bias.grad is None  # no class-2 output formed
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 64])
@@ -322,8 +342,8 @@ def test_cells_reject_wrong_input_shapes():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("output", [{}, {"word_classes": WORD_CLASSES, "tie_weights": False}],
-                         ids=["softmax", "classes"])
+@pytest.mark.parametrize("output", [{}, {"word_classes": WORD_CLASSES, "tie_weights": False},
+                                    {"word_classes": WORD_CLASSES}], ids=["softmax", "classes", "tied-classes"])
 def test_cuda_model_scores_like_the_cpu_model(output):
     cpu, gpu = tiny("lstm", **output), tiny("lstm", "cuda", **output)
     ids = torch.randint(0, V, (40,))
@@ -339,9 +359,10 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path):
+@pytest.mark.parametrize("output", [(), ("--classes", "7", "--dropout", "0.1")], ids=["softmax", "classes"])
+def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path, output):
     out = tmp_path / "lm.pt"
-    proc = _run("scripts/train_rnnlm.py", "--tiny", "--out", str(out))
+    proc = _run("scripts/train_rnnlm.py", "--tiny", "--out", str(out), *output)
     assert proc.returncode == 0, proc.stderr
     meta = json.loads(out.with_suffix(".json").read_text())
     ckpt = nlpcourse.load_checkpoint(out, build=rnnlm_from_config)
@@ -350,6 +371,8 @@ def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path):
     ppl = lm_perplexity(ckpt.model.float(), corpus.test, corpus.context_before("test", 200))
     assert ppl == pytest.approx(meta["test_ppl"], rel=0.02)  # float16 weights: a little off
     assert ppl < corpus.vocab_size  # it learned something: better than uniform
+    if output:
+        assert ckpt.model.head.n_classes == 7 and ckpt.model.config.tie_weights and ckpt.model.config.dropout == 0.1
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ V vocabulary.
     out     (B,T,H)   the top layer's hidden states (PyTorch's ``nn.RNN``/``nn.GRU``/``nn.LSTM``: cuDNN on CUDA)
     logits  (B,T,V)   out W_out^T + b_out; with ``tie_weights`` W_out is the embedding table (E = H needed);
                       with ``word_classes`` the class-based softmax's log-probabilities instead (normalised
-                      logits: a softmax of them is the same distribution)
+                      logits: a softmax of them is the same distribution); tied, word w's embedding is then
+                      its row in its class's output block
     state             (L,B,H) for Elman and GRU; a pair ((L,B,H), (L,B,H)) = (h, c) for the LSTM
 
 Training is truncated backpropagation through time (:func:`fit_lm`): the streams are cut into windows of
@@ -45,7 +46,8 @@ class RNNLMConfig:
     hidden_dim: int = 256  # H: units per layer (= E when the weights are tied)
     layers: int = 2  # L: stacked recurrent layers; layer l+1 reads layer l's hidden states
     dropout: float = 0.3  # on the embeddings, between layers and on the top layer's output (Zaremba et al.)
-    tie_weights: bool = True  # the output layer reuses the embedding table (Press & Wolf; Inan et al.)
+    tie_weights: bool = True  # the output layer reuses the embedding table (Press & Wolf; Inan et al.); with
+    # word_classes, word w's input vector is its output row in its class's block
     word_classes: list[int] | None = None  # c(w) of each of the V words: a class-based softmax over them
     # (softmax.ClassSoftmax: Goodman 2001; Mikolov et al. 2011) instead of the full one; None: the full softmax
 
@@ -62,8 +64,6 @@ class RNNLMConfig:
             (self.word_classes is None or len(self.word_classes) == self.vocab_size,
              f"word_classes needs one class per word ({self.vocab_size}), got "
              f"{len(self.word_classes or [])}"),
-            (self.word_classes is None or not self.tie_weights,
-             "word_classes has its own output blocks: set tie_weights=False"),
         ]
         for ok, message in checks:
             if not ok:
@@ -78,12 +78,16 @@ class RNNLM(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        self.embed = nn.Embedding(c.vocab_size, c.embed_dim)
+        tied_rows = c.word_classes is not None and c.tie_weights
+        if not tied_rows:  # drawn first, as before the tied class rows existed: the same weights for a seed
+            self.embed = nn.Embedding(c.vocab_size, c.embed_dim)
         rnn_class = {"elman": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}[c.cell]
         self.rnn = rnn_class(c.embed_dim, c.hidden_dim, c.layers, batch_first=True,
                              dropout=c.dropout if c.layers > 1 else 0.0)
         self.drop = nn.Dropout(c.dropout)
         self.head = None if c.word_classes is None else ClassSoftmax(c.hidden_dim, torch.tensor(c.word_classes))
+        if tied_rows:
+            self.embed = ClassRowEmbedding(self.head)
         if self.head is None:
             self.out = nn.Linear(c.hidden_dim, c.vocab_size)
             if c.tie_weights:
@@ -91,7 +95,11 @@ class RNNLM(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+        if isinstance(self.embed, ClassRowEmbedding):
+            for block in self.head.word_out:  # the rows are the embeddings: their scale, not nn.Linear's
+                nn.init.uniform_(block.weight, -0.1, 0.1)
+        else:
+            nn.init.uniform_(self.embed.weight, -0.1, 0.1)
         if self.head is None:
             nn.init.zeros_(self.out.bias)
         if self.config.cell in ("lstm", "gru"):  # remember by default (Jozefowicz et al., 2015): the LSTM's
@@ -105,7 +113,7 @@ class RNNLM(nn.Module):
     def init_state(self, batch_size: int, device: torch.device | str | None = None) -> State:
         """The zero state for ``batch_size`` streams."""
         c = self.config
-        h = torch.zeros(c.layers, batch_size, c.hidden_dim, device=device or self.embed.weight.device)
+        h = torch.zeros(c.layers, batch_size, c.hidden_dim, device=device or self.rnn.weight_ih_l0.device)
         return (h, h.clone()) if c.cell == "lstm" else h
 
     def hidden(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
@@ -132,6 +140,24 @@ class RNNLM(nn.Module):
             return self.head.loss(out, y), state
         logits = self.out(out)  # (B,T,H) x (H,V) -> (B,T,V)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)), state  # (B*T,V), (B*T,)
+
+
+class ClassRowEmbedding(nn.Module):
+    """The input embedding tied to a class-based softmax: word w's vector is its row in its class's output
+    block (``ClassSoftmax.word_out``), so one table of V x H serves input and output, as Press & Wolf's tying
+    does for the full softmax. The head's parameters stay registered once, under the model's ``head``."""
+
+    def __init__(self, head: ClassSoftmax):
+        super().__init__()
+        self._head = [head]  # a list: not a submodule, so the rows are not a second time in the state dict
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """(V,E) rows by word id, gathered from the class blocks (E = H)."""
+        return self._head[0].word_weights()[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.embedding(x, self.weight)  # (B,T) -> (B,T,E)
 
 
 def detach_state(state: State) -> State:
