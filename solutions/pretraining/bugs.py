@@ -22,7 +22,11 @@ bit for the solution) fails every trainer bug and both causal_lm_loss bugs on ev
 error 0.41 to 1.37: the auxiliary loss is part of every step), so they lose the training cell whatever their
 outcome; the labels taken in the data's order rather than the batch's differ from the recipe's first step, and
 its full run raises an error once the order passes the 1,000 labels. The triangular peak at the wrong step
-passes the recipe (a flat schedule, ratio 1, puts its peak nowhere) and loses only its own part.
+passes the recipe (a flat schedule, ratio 1, puts its peak nowhere) and loses its own part; its outcome
+depends on the seed (``may_lose`` the training cell): student seeds 0 to 19 gave 0.693 to 0.731, all passing
+(``--bug 12 --seeds 16 --first 4`` with the three below), but a grading run in CI, on grader seed 468679155,
+scored 0.674 (the same seed through ``trained_part_seeds.py`` gave 0.698): a warm-up over 90% of the steps
+leaves the peak rate to the last few, and where they land varies.
 """
 from __future__ import annotations
 
@@ -84,7 +88,7 @@ BUGS: list[Bug] = [
         "rates-solution", "lr / decay ** (groups - 1 - k)", "lr / decay ** k", {RATES}),
     Bug("triangular_lr: the peak at the wrong step (total * (1 - cut_frac))",
         "rates-solution", "cut = max(1, math.floor(total * cut_frac))",
-        "cut = max(1, math.floor(total * (1 - cut_frac)))", {RATES}),
+        "cut = max(1, math.floor(total * (1 - cut_frac)))", {RATES}, may_lose=frozenset({TRAIN})),
     Bug("causal_lm_loss: the targets not shifted (position t scored on its own piece)",
         "causal-solution", "targets = ids[:, 1:]  # (B, T-1)", "targets = ids[:, :-1]", {CAUSAL, TRAIN}),
     Bug("causal_lm_loss: padding targets counted",
