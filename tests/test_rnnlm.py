@@ -156,6 +156,18 @@ def test_class_softmax_model_gives_a_distribution_and_its_loss_is_the_targets_nl
     assert stream_log_probs(m, ids)[0].item() == pytest.approx(-math.log(V))  # no context: uniform first
 
 
+@pytest.mark.parametrize("output", [{}, {"word_classes": WORD_CLASSES}], ids=["softmax", "classes"])
+def test_scores_of_the_top_states_are_the_forward_pass_output(output):
+    """``scores`` maps any (...,H) of top-layer states to the (...,V) the forward pass returns, so code that
+    needs the distribution at chosen states (the chapter's gradient through time) works for both heads."""
+    m = tiny(**output).eval()
+    x = torch.randint(0, V, (2, 6), generator=torch.Generator().manual_seed(4))
+    out, _ = m.hidden(x)  # (2,6,H)
+    want, _ = m(x)  # (2,6,V)
+    torch.testing.assert_close(m.scores(out[:, -1]), want[:, -1])  # (2,H) -> (2,V)
+    torch.testing.assert_close(F.softmax(m.scores(out), -1).sum(-1), torch.ones(2, 6))
+
+
 @CLASS_OUTPUTS
 def test_class_softmax_model_trains_and_round_trips_a_checkpoint(tmp_path, tie):
     stream = torch.arange(6).repeat(300)  # 0 1 2 3 4 5 0 1 ...: each token decides the next
@@ -359,7 +371,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("output", [(), ("--classes", "7", "--dropout", "0.1")], ids=["softmax", "classes"])
+@pytest.mark.parametrize("output", [("--classes", "0"), ("--classes", "7", "--dropout", "0.1")],
+                         ids=["softmax", "classes"])
 def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path, output):
     out = tmp_path / "lm.pt"
     proc = _run("scripts/train_rnnlm.py", "--tiny", "--out", str(out), *output)
@@ -371,7 +384,9 @@ def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path, o
     ppl = lm_perplexity(ckpt.model.float(), corpus.test, corpus.context_before("test", 200))
     assert ppl == pytest.approx(meta["test_ppl"], rel=0.02)  # float16 weights: a little off
     assert ppl < corpus.vocab_size  # it learned something: better than uniform
-    if output:
+    if output[1] == "0":
+        assert ckpt.model.head is None and ckpt.model.out.weight is ckpt.model.embed.weight
+    else:
         assert ckpt.model.head.n_classes == 7 and ckpt.model.config.tie_weights and ckpt.model.config.dropout == 0.1
 
 

@@ -128,9 +128,14 @@ class RNNLM(nn.Module):
         """Logits (B,T,V) of the next token at every position of ``x`` (B,T), and the state after it (with
         ``word_classes``: the full distribution's log-probabilities)."""
         out, state = self.hidden(x, state)  # (B,T,H)
+        return self.scores(out), state
+
+    def scores(self, h: torch.Tensor) -> torch.Tensor:
+        """The next-token scores (...,V) of top-layer states ``h`` (...,H), whose softmax is the distribution:
+        the logits of the full softmax, the log-probabilities of the class-based one."""
         if self.head is not None:
-            return self.head.log_prob(out), state  # (B,T,H) -> (B,T,V), class by class
-        return self.out(out), state  # (B,T,H) x (H,V) -> (B,T,V)
+            return self.head.log_prob(h)  # (...,H) -> (...,V), class by class
+        return self.out(h)  # (...,H) x (H,V) -> (...,V)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """Mean cross-entropy of the next tokens ``y`` (B,T) after ``x`` (B,T), and the state: the training
