@@ -36,7 +36,7 @@ import torch
 
 import nlpcourse
 from nlpcourse.data.lm_corpus import lm_corpus
-from nlpcourse.models.rnnlm import LMTrainConfig, RNNLMConfig, build_rnnlm, fit_lm, lm_perplexity
+from nlpcourse.models.rnnlm import LMTrainConfig, RNNLMConfig, build_rnnlm, config_summary, fit_lm, lm_perplexity
 from nlpcourse.models.softmax import frequency_classes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
                   on_log=_progress)
     valid_ppl, test_ppl = (lm_perplexity(model, getattr(corpus, part), corpus.context_before(part, CONTEXT))
                            for part in ("valid", "test"))
-    report = {"config": dataclasses.asdict(mcfg), "train_settings": dataclasses.asdict(cfg),
+    report = {"config": config_summary(dataclasses.asdict(mcfg)), "train_settings": dataclasses.asdict(cfg),
               "valid_ppl": valid_ppl, "test_ppl": test_ppl, "epochs_run": len(hist.valid_ppl),
               "train_tokens_seen": hist.tokens, "seconds": round(hist.seconds, 1),
               "cpu_seconds": round(hist.cpu_seconds, 1),

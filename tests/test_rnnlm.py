@@ -6,6 +6,7 @@ Tiny models, one thread, seconds; the CUDA variants are marked ``gpu`` (skipped 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -32,6 +33,7 @@ from nlpcourse.models.rnnlm import (
     LMTrainConfig,
     RNNLMConfig,
     build_rnnlm,
+    config_summary,
     detach_state,
     fit_lm,
     generate,
@@ -166,6 +168,13 @@ def test_scores_of_the_top_states_are_the_forward_pass_output(output):
     want, _ = m(x)  # (2,6,V)
     torch.testing.assert_close(m.scores(out[:, -1]), want[:, -1])  # (2,H) -> (2,V)
     torch.testing.assert_close(F.softmax(m.scores(out), -1).sum(-1), torch.ones(2, 6))
+
+
+def test_config_summary_counts_the_classes_and_keeps_the_rest():
+    full = dataclasses.asdict(RNNLMConfig(vocab_size=V, word_classes=WORD_CLASSES))
+    brief = config_summary(full)
+    assert brief["word_classes"] == len(set(WORD_CLASSES)) and brief["vocab_size"] == V
+    assert config_summary(dataclasses.asdict(RNNLMConfig(vocab_size=V)))["word_classes"] is None
 
 
 @CLASS_OUTPUTS

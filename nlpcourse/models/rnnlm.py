@@ -181,6 +181,13 @@ def rnnlm_from_config(config: dict) -> RNNLM:
     return RNNLM(RNNLMConfig(**config))
 
 
+def config_summary(config: dict) -> dict:
+    """A config for a report (JSON beside a checkpoint, benchmark results): ``word_classes``, one class per
+    word, given as the number of classes (None stays None: the full softmax)."""
+    classes = config.get("word_classes")
+    return config | {"word_classes": None if classes is None else len(set(classes))}
+
+
 # ------------------------------------------------------------------ evaluation
 
 
