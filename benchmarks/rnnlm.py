@@ -22,9 +22,10 @@ Systems (names as in the JSON):
   100 classes and the target's class, not all V words, so the same CPU time reads about three times the
   text, and more passes over it want more dropout;
 * ``lstm_checkpoint``: the chapter's LSTM (``data/checkpoints/rnnlm_austen.pt``), scored here (float16
-  weights); its ``wall_s``, hardware and ``trained_by`` are from the checkpoint: ``scripts/train_rnnlm.py``
-  trains it (``lstm_class`` with 512 units, dropout 0.5 and 90 CPU-minutes, one seed), or ``--save-lstm``
-  saves seed 0 of a run's ``lstm_long`` (else ``lstm``) in its place.
+  weights); its ``wall_s``, ``cpu_s``, epochs, ``stages``, hardware and ``trained_by`` are from the
+  checkpoint: ``scripts/train_rnnlm.py`` trains it (``lstm_class`` with 512 units, dropout 0.5 and 90
+  CPU-minutes, one seed) and ``--finetune`` continues it (8 epochs of averaged SGD with weight drop 0.5), or
+  ``--save-lstm`` saves seed 0 of a run's ``lstm_long`` (else ``lstm``) in its place.
 
 Every neural system trains ``--seeds`` times (default 3: seeds 0, 1, 2 draw the initial weights, the
 dropout masks and the feed-forward model's batches), each run until it has used ``--cpu-minutes`` of CPU
@@ -95,6 +96,8 @@ from nlpcourse.report import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINT = REPO / "data" / "checkpoints" / "rnnlm_austen.pt"
+STAGE_DEFAULTS = {"optimizer": "adam", "weight_drop": 0.0, "average": False}  # what a stage saved before
+# these settings existed lacks: it ran with these values
 CONTEXT = 200  # tokens before a part that its first tokens are predicted with
 NGRAMS = {"unigram": lambda: MLE(1), "kn3": lambda: KneserNey(3), "kn5": lambda: KneserNey(5)}
 RNNS = ("elman", "gru", "lstm")
@@ -272,10 +275,18 @@ def run_checkpoint(corpus: LMCorpus, device: str) -> dict | None:
         raise nlpcourse.errors.DataError(f"{CHECKPOINT}: its vocabulary is not this corpus's; retrain it")
     ppl = {part: lm_perplexity(model, getattr(corpus, part), corpus.context_before(part, CONTEXT))
            for part in ("valid", "test")}
-    return {"test_ppl": ppl["test"], "valid_ppl": ppl["valid"], "wall_s": ckpt.extra["seconds"],
-            "cpu_s": ckpt.extra.get("cpu_seconds"),
-            "hardware": ckpt.extra["hardware"], "epochs": ckpt.extra["epochs_run"],
+    stages = [e for e in (ckpt.extra.get("init"), ckpt.extra) if e is not None]  # a fine-tuned one: two
+    return {"test_ppl": ppl["test"], "valid_ppl": ppl["valid"], "wall_s": sum(e["seconds"] for e in stages),
+            "cpu_s": sum(e["cpu_seconds"] for e in stages), "hardware": ckpt.extra["hardware"],
+            "epochs": sum(e["epochs_run"] for e in stages), "stages": [_stage(e) for e in stages],
             "trained_by": ckpt.extra.get("trained_by", "scripts/train_rnnlm.py"), "config": config_summary(ckpt.config)}
+
+
+def _stage(extra: dict) -> dict:
+    """One training stage of the checkpoint as its script saved it: settings, effort, perplexities."""
+    settings = STAGE_DEFAULTS | extra["train_settings"]
+    return {"epochs": extra["epochs_run"], "cpu_s": extra["cpu_seconds"], "valid_ppl": extra["valid_ppl"],
+            "test_ppl": extra["test_ppl"], **{k: settings[k] for k in ("optimizer", "lr", "weight_drop", "average")}}
 
 
 def loop_speed(device: str, hidden: int, seconds: float = 5.0) -> dict:

@@ -306,6 +306,49 @@ def _score_after_training(train_fn, score) -> tuple[list[float], int | None, flo
     return hist.valid_ppl, hist.best_epoch, score(down[:300], down[300:310])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_weight_drop_drops_recurrent_weights_only_while_training(device):
+    x = torch.randint(0, V, (3, 7), device=device)
+    dropped, plain = tiny("lstm", device, weight_drop=0.5), tiny("lstm", device)
+    dropped.eval()
+    plain.eval()
+    assert torch.equal(dropped(x)[0], plain(x)[0])  # evaluation: the whole matrices
+    dropped.train()
+    torch.manual_seed(1)
+    a = dropped(x)[0]
+    assert not torch.allclose(a, plain(x)[0])  # training: a different recurrence ...
+    a.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in dropped.rnn.named_parameters()
+               if n.startswith("weight_hh"))  # ... whose gradient reaches the parameters
+    with pytest.raises(ConfigError, match="weight_drop"):
+        RNNLMConfig(vocab_size=V, weight_drop=1.0)
+
+
+def test_after_weight_dropped_training_the_model_scores_with_its_own_weights():
+    stream = torch.arange(6).repeat(60) % V
+    m = tiny("lstm", weight_drop=0.5)
+    fit_lm(m, stream[:300], stream[300:], LMTrainConfig(batch_size=4, bptt=10, lr=0.03, eval_tokens=None))
+    fresh = rnnlm_from_config(dataclasses.asdict(m.config))
+    fresh.load_state_dict(m.state_dict())  # a model that never ran on dropped copies
+    assert lm_perplexity(m, stream[300:]) == pytest.approx(lm_perplexity(fresh, stream[300:]), rel=1e-12)
+
+
+def test_average_ends_with_the_mean_of_the_iterates():
+    stream = torch.arange(6).repeat(60) % V
+
+    def run(steps: int, average: bool = False) -> list[torch.Tensor]:
+        m = tiny("lstm", layers=1)
+        cfg = LMTrainConfig(batch_size=4, bptt=10, lr=1.0, optimizer="sgd", max_steps=steps, average=average)
+        hist = fit_lm(m, stream[:300], stream[300:], cfg)
+        assert hist.valid_ppl == [lm_perplexity(m, stream[300:300 + cfg.eval_tokens])]  # the weights it ends with
+        return [p.detach() for p in m.parameters()]
+
+    iterates = [run(k) for k in (1, 2, 3)]  # SGD without dropout: the same path each time
+    for mean, *ps in zip(run(3, average=True), *iterates):
+        assert torch.allclose(mean, sum(ps) / 3, atol=1e-6)
+        assert not torch.allclose(mean, ps[-1])
+
+
 def test_keep_best_ends_with_the_best_validation_weights():
     m = tiny("lstm", layers=1, tie_weights=False)
     cfg = LMTrainConfig(batch_size=4, bptt=10, epochs=4, lr=0.03, eval_tokens=None, keep_best=True)
@@ -397,6 +440,23 @@ def test_train_script_tiny_writes_a_checkpoint_that_loads_and_scores(tmp_path, o
         assert ckpt.model.head is None and ckpt.model.out.weight is ckpt.model.embed.weight
     else:
         assert ckpt.model.head.n_classes == 7 and ckpt.model.config.tie_weights and ckpt.model.config.dropout == 0.1
+
+
+@pytest.mark.slow
+def test_train_script_finetunes_its_first_stage_once(tmp_path):
+    out = tmp_path / "lm.pt"
+    assert _run("scripts/train_rnnlm.py", "--tiny", "--out", str(out)).returncode == 0
+    first = json.loads(out.with_suffix(".json").read_text())
+    proc = _run("scripts/train_rnnlm.py", "--tiny", "--finetune", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(out.with_suffix(".json").read_text())
+    ckpt = nlpcourse.load_checkpoint(out, build=rnnlm_from_config)
+    assert meta["init"]["test_ppl"] == first["test_ppl"] and ckpt.extra["init"]["history"]
+    assert ckpt.model.config.weight_drop == 0.5 and meta["train_settings"]["average"]
+    assert meta["valid_ppl"] < first["valid_ppl"]  # the tiny first stage is far from its best
+    again = _run("scripts/train_rnnlm.py", "--tiny", "--finetune", "--out", str(out))
+    assert again.returncode != 0 and "already" in again.stderr  # a second stage on top: refused, file kept
+    assert json.loads(out.with_suffix(".json").read_text()) == meta
 
 
 @pytest.mark.slow

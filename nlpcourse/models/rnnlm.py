@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call
+from torch.optim.swa_utils import AveragedModel
 
 from ..data.batching import lm_batches
 from ..errors import ConfigError, NumericalError
@@ -50,6 +52,8 @@ class RNNLMConfig:
     # word_classes, word w's input vector is its output row in its class's block
     word_classes: list[int] | None = None  # c(w) of each of the V words: a class-based softmax over them
     # (softmax.ClassSoftmax: Goodman 2001; Mikolov et al. 2011) instead of the full one; None: the full softmax
+    weight_drop: float = 0.0  # while training, DropConnect on each recurrent matrix W_hh, one mask per window
+    # (Merity et al., 2018's weight-dropped LSTM): the recurrence is regularised without touching the state
 
     def __post_init__(self) -> None:
         checks = [
@@ -59,6 +63,7 @@ class RNNLMConfig:
              f"embed_dim and hidden_dim must be >= 1, got {self.embed_dim}, {self.hidden_dim}"),
             (self.layers >= 1, f"layers must be >= 1, got {self.layers}"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
+            (0.0 <= self.weight_drop < 1.0, f"weight_drop must be in [0, 1), got {self.weight_drop}"),
             (not self.tie_weights or self.embed_dim == self.hidden_dim,
              f"tie_weights needs embed_dim == hidden_dim, got {self.embed_dim} and {self.hidden_dim}"),
             (self.word_classes is None or len(self.word_classes) == self.vocab_size,
@@ -121,8 +126,18 @@ class RNNLM(nn.Module):
         if state is None:
             state = self.init_state(x.shape[0], x.device)
         e = self.drop(self.embed(x))  # (B,T) -> (B,T,E)
-        out, state = self.rnn(e, state)  # (B,T,E) -> (B,T,H)
+        out, state = self._recur(e, state)  # (B,T,E) -> (B,T,H)
         return self.drop(out), state
+
+    def _recur(self, e: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """The recurrent layers; while training with ``weight_drop`` they run on dropped copies of their W_hh
+        (the same mask at every step of the window), the parameters themselves untouched."""
+        p = self.config.weight_drop
+        if not (self.training and p > 0):
+            return self.rnn(e, state)
+        weights = {name: F.dropout(w, p) if name.startswith("weight_hh") else w
+                   for name, w in self.rnn.named_parameters()}
+        return functional_call(self.rnn, weights, (e, state))
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """Logits (B,T,V) of the next token at every position of ``x`` (B,T), and the state after it (with
@@ -253,6 +268,8 @@ class LMTrainConfig:
     seed: int = 0  # order of nothing random but dropout: the streams are read in order
     log_every: int = 200  # windows between two entries of the training curve
     keep_best: bool = False  # end with the weights of the best validation evaluation (early stopping)
+    average: bool = False  # validate and end with the running mean of the weights over every window so far
+    # (averaged SGD: Polyak & Juditsky, 1992; Merity et al., 2018), not the last iterate
 
 
 @dataclass
@@ -298,6 +315,8 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
     device = next(model.parameters()).device
     opt, hist, budget = _make_optimizer(model, cfg), LMHistory(), Budget(cfg.max_seconds, cfg.max_cpu_seconds)
     best = EarlyStopping("min", keep_best_state=cfg.keep_best)
+    mean = AveragedModel(model, use_buffers=False) if cfg.average else None
+    scored = model if mean is None else mean.module  # the weights validation scores
     torch.manual_seed(cfg.seed)
     step, since, total = 0, 0, 0.0
     for _ in range(cfg.epochs):
@@ -305,6 +324,8 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
         state = model.init_state(cfg.batch_size, device)
         for x, y in lm_batches(train, cfg.batch_size, cfg.bptt):
             loss, state = _train_window(model, opt, x.to(device), y.to(device), state, cfg.clip)
+            if mean is not None:
+                mean.update_parameters(model)
             if not math.isfinite(loss):
                 raise NumericalError(f"fit_lm: the loss became {loss} at window {step} (lower lr or clip)")
             step, since, total, hist.tokens = step + 1, since + 1, total + loss, hist.tokens + x.numel()
@@ -316,11 +337,13 @@ def fit_lm(model: RNNLM, train: torch.Tensor, valid: torch.Tensor, cfg: LMTrainC
                     on_log(hist)
             if _out_of_budget(cfg, step, budget):
                 break
-        _end_epoch(model, opt, valid, valid_context, cfg, hist)
-        best.update(hist.valid_ppl[-1], model)
+        _end_epoch(scored, opt, valid, valid_context, cfg, hist)
+        best.update(hist.valid_ppl[-1], scored)
         if _out_of_budget(cfg, step, budget):
             break
     hist.seconds, hist.cpu_seconds = budget.seconds, budget.cpu_seconds
+    if mean is not None:
+        model.load_state_dict(mean.module.state_dict())
     restore_best(model, best, hist)
     return hist
 
