@@ -96,8 +96,6 @@ from nlpcourse.report import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINT = REPO / "data" / "checkpoints" / "rnnlm_austen.pt"
-STAGE_DEFAULTS = {"optimizer": "adam", "weight_drop": 0.0, "average": False}  # what a stage saved before
-# these settings existed lacks: it ran with these values
 CONTEXT = 200  # tokens before a part that its first tokens are predicted with
 NGRAMS = {"unigram": lambda: MLE(1), "kn3": lambda: KneserNey(3), "kn5": lambda: KneserNey(5)}
 RNNS = ("elman", "gru", "lstm")
@@ -284,9 +282,10 @@ def run_checkpoint(corpus: LMCorpus, device: str) -> dict | None:
 
 def _stage(extra: dict) -> dict:
     """One training stage of the checkpoint as its script saved it: settings, effort, perplexities."""
-    settings = STAGE_DEFAULTS | extra["train_settings"]
+    settings = extra["train_settings"]  # a stage saved before a setting existed lacks it: null
     return {"epochs": extra["epochs_run"], "cpu_s": extra["cpu_seconds"], "valid_ppl": extra["valid_ppl"],
-            "test_ppl": extra["test_ppl"], **{k: settings[k] for k in ("optimizer", "lr", "weight_drop", "average")}}
+            "test_ppl": extra["test_ppl"],
+            **{k: settings.get(k) for k in ("optimizer", "lr", "weight_drop", "average")}}
 
 
 def loop_speed(device: str, hidden: int, seconds: float = 5.0) -> dict:

@@ -40,7 +40,16 @@ import torch
 import nlpcourse
 from nlpcourse.data.lm_corpus import lm_corpus
 from nlpcourse.errors import ConfigError
-from nlpcourse.models.rnnlm import RNNLM, LMTrainConfig, RNNLMConfig, build_rnnlm, config_summary, fit_lm, lm_perplexity
+from nlpcourse.models.rnnlm import (
+    RNNLM,
+    LMTrainConfig,
+    RNNLMConfig,
+    build_rnnlm,
+    config_summary,
+    fit_lm,
+    lm_perplexity,
+    rnnlm_from_config,
+)
 from nlpcourse.models.softmax import frequency_classes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,13 +173,12 @@ def _model(cfg: TrainSettings, corpus) -> tuple[RNNLM, RNNLMConfig, dict | None]
                            hidden_dim=cfg.hidden, layers=cfg.layers, dropout=cfg.dropout, word_classes=classes,
                            weight_drop=cfg.weight_drop)
         return build_rnnlm(mcfg, seed=cfg.seed, device=cfg.device), mcfg, None
-    ckpt = nlpcourse.load_checkpoint(cfg.init)
+    stage = {"dropout": cfg.dropout, "weight_drop": cfg.weight_drop}
+    ckpt = nlpcourse.load_checkpoint(cfg.init, build=lambda config: rnnlm_from_config(config | stage))
     if "init" in ckpt.extra or ckpt.extra.get("itos") != corpus.itos:
         raise ConfigError(f"train_rnnlm: {cfg.init} is not a first-stage model of this corpus (it was already "
                           "fine-tuned, or its vocabulary differs): train the first stage again")
-    mcfg = RNNLMConfig(**ckpt.config | {"dropout": cfg.dropout, "weight_drop": cfg.weight_drop})
-    model = RNNLM(mcfg)
-    model.load_state_dict({k: v.float() for k, v in ckpt.state_dict.items()})
+    model, mcfg = ckpt.model, ckpt.model.config
     first = {k: ckpt.extra[k] for k in ("valid_ppl", "test_ppl", "epochs_run", "seconds", "cpu_seconds", "hardware",
                                          "history")}
     first["train_settings"] = dataclasses.asdict(TrainSettings(**ckpt.extra["train_settings"]))  # new keys filled
