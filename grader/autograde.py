@@ -40,6 +40,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
+from .collect import COLLECT_NOTE
 from .course import REPO, SOLUTIONS, Assignment, GraderError, load_assignment, nbgrader_config, safe_id
 from .worker import Job, finalize
 
@@ -87,7 +88,22 @@ def _find_notebook(a: Assignment, d: Path, student: str) -> Submission:
     if others:
         return Submission(student, None, "invalid", f"{len(others)} notebooks and none named {a.notebook}: "
                                                     f"{', '.join(p.name for p in others)}")
+    noted = _collect_note(base / COLLECT_NOTE)
+    if noted:
+        return Submission(student, None, *noted)
     return Submission(student, None, "missing", f"no {a.notebook} in {d.name}/")
+
+
+def _collect_note(path: Path) -> tuple[str, str] | None:
+    """``(status, why)`` from the note ``grader collect`` leaves for a student it could collect no notebook of
+    (invalid: what they handed in cannot be graded; missing: nothing handed in), None without a readable one."""
+    try:
+        note = json.loads(path.read_text()) if path.is_file() and not path.is_symlink() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(note, dict) or note.get("status") not in ("invalid", "missing"):
+        return None
+    return note["status"], f"not collected: {str(note.get('why', ''))[:300]}"
 
 
 def _sha256(path: Path | None) -> str:
@@ -252,33 +268,72 @@ def plan(a: Assignment, sub: Submission, course_dir: Path, limits: Limits, hide:
     """Decide what to do with one student's folder: ``(job, workdir, result)``, where ``result`` is the
     earlier run's when it is already in the gradebook (nothing to do), and None when the job is pending
     (scored but not recorded yet, or to grade now: its work folder is then made afresh)."""
-    wd = course_dir / "work" / a.name / sub.student
+    wd = live_folder(course_dir / "work" / a.name, sub.student, restore=True)
+    stage = wd.with_name(sub.student + STAGED)
     digest = _sha256(sub.notebook)
-    job = Job(a.name, sub.student, str(sub.notebook) if sub.notebook else None, str(wd),
+    job = Job(a.name, sub.student, str(sub.notebook) if sub.notebook else None, str(stage),
               _seed(course_dir, a.name, sub.student), cell_timeout=limits.cell_timeout,
               interrupt_grace=limits.interrupt_grace, memory_bytes=int(limits.memory_gib * 2**30), hide=hide,
               note=sub.note)
     if not force and (wd / "recorded.json").exists() and _read_json(wd / "recorded.json").get("sha256") == digest:
+        shutil.rmtree(stage, ignore_errors=True)  # a regrade stopped before its end: the result in force stays
         return job, wd, _read_json(wd / "result.json")  # graded and recorded by an earlier run
-    if not force and (wd / "result.json").exists() and (wd / "job.json").exists() \
-            and _read_json(wd / "job.json").get("digest") == digest:
-        return job, wd, None  # scored by an earlier run, not yet recorded
-    if wd.exists():
-        shutil.rmtree(wd)
-    wd.mkdir(parents=True)
+    for earlier in (stage, wd):  # scored by an earlier run, not yet recorded (wd: a run before the staging)
+        scored = (earlier / "result.json").exists() and not (earlier / "recorded.json").exists()
+        if not force and scored and (earlier / "job.json").exists() \
+                and _read_json(earlier / "job.json").get("digest") == digest:
+            job.workdir = str(earlier)
+            return job, earlier, None
+    # Graded afresh in the staging folder: the result in force (wd) stays until record() replaces it.
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
     if sub.status_hint:  # invalid or missing: nothing to run
         from .worker import write_result, zero_scores
 
-        write_result(wd, job, sub.status_hint, sub.note, zero_scores(a))
-        return job, wd, None
-    (wd / "submitted").mkdir()
-    copy = wd / "submitted" / a.notebook
+        write_result(stage, job, sub.status_hint, sub.note, zero_scores(a))
+        return job, stage, None
+    (stage / "submitted").mkdir()
+    copy = stage / "submitted" / a.notebook
     shutil.copy(sub.notebook, copy)  # the kernel never sees the submissions folder itself
     job.submission = str(copy)
-    tmp = wd / "job.json.tmp"
+    tmp = stage / "job.json.tmp"
     tmp.write_text(json.dumps({**asdict(job), "digest": digest}, indent=1))
-    tmp.replace(wd / "job.json")
-    return job, wd, None
+    tmp.replace(stage / "job.json")
+    return job, stage, None
+
+
+#: Suffixes of a student's work folder while it is regraded (``+new``: the new grading, ``+old``: the result it
+#: replaces, for the moment between two renames). ``+`` is not allowed in a student id (course.safe_id).
+STAGED, REPLACED = "+new", "+old"
+
+
+def live_folder(work: Path, student: str, restore: bool = False) -> Path:
+    """The work folder whose result is in force for ``student``: ``work/<student>``, or the result it was
+    replacing when a run stopped between the two renames of :func:`promote` (``<student>+old``), which
+    ``restore`` moves back into place."""
+    wd, aside = work / student, work / (student + REPLACED)
+    if not wd.exists() and (aside / "recorded.json").exists():
+        if not restore:
+            return aside
+        os.rename(aside, wd)
+    return wd
+
+
+def promote(stage: Path) -> Path:
+    """Put a recorded grading from its staging folder in force, in place of the earlier one: two renames, the
+    earlier result set aside first (:func:`live_folder` reads it if a run stops between them)."""
+    if not stage.name.endswith(STAGED):
+        return stage  # recorded in place (a run from before the staging folders)
+    wd = stage.with_name(stage.name.removesuffix(STAGED))
+    aside = stage.with_name(wd.name + REPLACED)
+    if aside.exists():
+        shutil.rmtree(aside)
+    if wd.exists():
+        os.rename(wd, aside)
+    os.rename(stage, wd)
+    shutil.rmtree(aside, ignore_errors=True)
+    return wd
 
 
 class WorkerPool:
@@ -365,6 +420,7 @@ def record(a: Assignment, course_dir: Path, job: Job, wd: Path, result: dict) ->
     tmp = wd / "recorded.json.tmp"
     tmp.write_text(json.dumps({"sha256": _sha256(Path(job.submission)) if job.submission else "none"}))
     tmp.replace(wd / "recorded.json")
+    promote(wd)
 
 
 def grade_all(pending: list[tuple[Assignment, Job, Path]], pool: WorkerPool, course_dir: Path,

@@ -1,4 +1,5 @@
-"""The ``grader`` command line: release, collect, autograde, feedback, export, report, publish (over nbgrader)."""
+"""The ``grader`` command line: release, collect, autograde, feedback, export, report, formgrade, publish (over
+nbgrader)."""
 from __future__ import annotations
 
 import argparse
@@ -61,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("assignment")
     rp.add_argument("--out", type=Path, metavar="DIR",
                     help="where to write report.html and report.csv (default: COURSE_DIR/reports/ASSIGNMENT)")
+    fg = sub.add_parser("formgrade", parents=[common],
+                        help="serve nbgrader's formgrader on the gradebook, to grade the written answers by hand")
+    fg.add_argument("--port", type=int, default=8890, help="port on 127.0.0.1 (default 8890)")
+    fg.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    fg.add_argument("--no-browser", action="store_true", help="do not open a browser")
     pb = sub.add_parser("publish", parents=[common],
                         help="write a new git repository of the public files only (no solutions/), ready to push")
     pb.add_argument("dest", type=Path, metavar="DEST", help="a folder that does not exist yet, or an empty one")
@@ -118,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
 
             data = export(args.assignment, course_dir, args.csv)
             print(f"wrote {len(data)} rows to {args.csv}")
+            pending = [row["student_id"] for row in data if row["status"] == "pending"]
+            if pending:
+                print(f"grading did not finish for {len(pending)} (status pending): {', '.join(pending)}; run "
+                      "`grader autograde` again", file=sys.stderr)
+                return 1
+        elif args.command == "formgrade":
+            from .formgrade import formgrade
+
+            return formgrade(course_dir, args.port, args.ip, browser=not args.no_browser)
         elif args.command == "report":
             from .report import report
 

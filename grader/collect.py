@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -52,6 +53,9 @@ MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<id>\d+)_assignsubmission_(?P<plugin>
 _COPY = re.compile(r"^(?P<stem>.+?)(?:-(?P<dash>\d+)| \((?P<paren>\d+)\))$")  # word2vec-1, word2vec (1)
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError, OSError)
 ROSTER_COLUMNS = ("lms_id", "student_id")
+#: In ``<submissions>/<student>/<assignment>/`` instead of a notebook: ``{"status": "invalid" | "missing",
+#: "why": ...}``, so that a student whose hand-in could not be collected still gets a row with 0 points.
+COLLECT_NOTE = "not-collected.json"
 
 
 class CollectError(GraderError, FormatError):
@@ -117,6 +121,10 @@ class Report:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (who, why)
     unrecognised: list[str] = field(default_factory=list)  # members named neither the Canvas nor the Moodle way
     absent: list[str] = field(default_factory=list)  # roster students with nothing in the archive
+    #: (student id, status, why) of each student known by id whose folder holds no notebook but a note
+    #: (COLLECT_NOTE) that `grader autograde` turns into a row: invalid (what they handed in cannot be graded)
+    #: or missing (a roster student with nothing in the archive)
+    noted: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
@@ -387,10 +395,13 @@ def _plan(students: dict[str, LmsStudent], roster: dict[str, str] | None, roster
         upload, note = choose(st, notebook)
         if upload is None:
             report.skipped.append((who, note))
+            report.noted.append((safe_id(student, "student id"), "invalid", note))
             continue
         plan.append(_Planned(safe_id(student, "student id"), who, upload, note))
     if roster is not None:
         report.absent = sorted(sid for lms, sid in roster.items() if lms not in students)
+        report.noted += [(safe_id(sid, "student id"), "missing", "nothing handed in (not in the LMS archive)")
+                         for sid in report.absent]
     return plan
 
 
@@ -401,6 +412,7 @@ def _stage(reader: _Reader, p: _Planned, a: Assignment, tmp: Path, destination: 
         data = reader.load(p.upload)
     except _Damaged as exc:
         report.skipped.append((p.who, str(exc)))
+        report.noted.append((p.student, "invalid", str(exc)))
         return False
     path = tmp / p.student / a.name / a.notebook
     path.parent.mkdir(parents=True)
@@ -409,18 +421,48 @@ def _stage(reader: _Reader, p: _Planned, a: Assignment, tmp: Path, destination: 
         read_submission(path)  # what `grader autograde` would refuse as invalid is refused here
     except InvalidSubmission as exc:
         report.skipped.append((p.who, f"{p.upload.label}: {exc}"))
+        report.noted.append((p.student, "invalid", f"{p.upload.label}: {exc}"))
+        shutil.rmtree(path.parent)
         return False
-    target = destination / p.student / a.name
-    if os.path.lexists(target):
-        old = target / a.notebook
-        if old.is_file() and not old.is_symlink() and old.read_bytes() == data:
-            report.unchanged.append(p.student)
-            return False
-        if not force:
-            report.skipped.append((p.who, f"{target} was collected before and differs: kept (--force replaces it)"))
-            return False
+    if not _replaceable(destination / p.student / a.name, a.notebook, data, force, p.who, report):
+        return False
     report.collected.append((p.student, p.note))
     return True
+
+
+def _replaceable(target: Path, name: str, data: bytes, force: bool, who: str, report: Report) -> bool:
+    """Whether ``target`` (a student's assignment folder) may take the collected file ``name`` holding
+    ``data``: it is absent, or differs and ``force`` is given; the same file is ``unchanged``."""
+    if not os.path.lexists(target):
+        return True
+    old = target / name
+    if old.is_file() and not old.is_symlink() and old.read_bytes() == data:
+        report.unchanged.append(target.parent.name)
+        return False
+    if not force:
+        report.skipped.append((who, f"{target} was collected before and differs: kept (--force replaces it)"))
+        return False
+    return True
+
+
+def _stage_notes(report: Report, a: Assignment, tmp: Path, destination: Path, force: bool) -> list[str]:
+    """Write the note (:data:`COLLECT_NOTE`) of each student who gets no notebook under ``tmp``; return those
+    to move (a folder collected before is kept unless ``force``)."""
+    ready = []
+    for student, status, why in report.noted:
+        data = (json.dumps({"status": status, "why": why}, indent=1) + "\n").encode()
+        target = destination / student / a.name
+        if os.path.lexists(target):
+            note = target / COLLECT_NOTE
+            if note.is_file() and not note.is_symlink() and note.read_bytes() == data:
+                continue  # noted so before
+            if not force:
+                report.skipped.append((student, f"{target} was collected before: kept (--force replaces it)"))
+                continue
+        (tmp / student / a.name).mkdir(parents=True)
+        (tmp / student / a.name / COLLECT_NOTE).write_bytes(data)
+        ready.append(student)
+    return ready
 
 
 def _commit(tmp: Path, students: list[str], destination: Path, assignment: str) -> None:
@@ -477,12 +519,13 @@ def collect(assignment: str, archive: Path, destination: Path, roster: Path | No
         reader = _Reader(zf, archive, limits)
         students, report.unrecognised = scan(reader)
         plan = _plan(students, mapping, roster, a.notebook, report)
-        if not plan:
+        if not plan and not report.noted:
             return report
         destination.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".collect-{a.name}-", dir=destination.parent))
         try:
             ready = [p.student for p in plan if _stage(reader, p, a, tmp, destination, force, report)]
+            ready += _stage_notes(report, a, tmp, destination, force)
             _commit(tmp, ready, destination, a.name)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -505,4 +548,8 @@ def summary(report: Report) -> list[str]:
         lines.append(f"ignored {len(report.unrecognised)} files named neither the Canvas nor the Moodle way: {shown}")
     if report.absent:
         lines.append(f"in the roster, nothing in the archive: {', '.join(report.absent)}")
+    if report.noted:
+        lines.append(f"no notebook for {len(report.noted)}, each graded as 0 with the reason "
+                     f"({COLLECT_NOTE} in their folder): "
+                     + ", ".join(f"{student} ({status})" for student, status, _ in report.noted))
     return lines

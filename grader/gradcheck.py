@@ -6,10 +6,13 @@ with the same meaning, defaults and hidden cases in every assignment.
 The hidden tests cannot hand a student's function a Python callable they do not know, so each notebook has a
 locked cell ``gradcheck-functions`` with its functions by name (``GRADCHECK_FUNCTIONS``: the same dict in the
 reference) and ``numerical_gradient_on(name, x, eps, *fixed)``, which the hidden test records. A reference
-declares its two parts with :func:`gradcheck_parts`, giving its functions and the cases that use its own."""
+declares its two parts with :func:`gradcheck_parts`, giving its functions and the cases that use its own. The
+two reference answers live in ``solutions/gradcheck_reference.py`` (:func:`references`), never here: this module
+is in the public copy."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 import torch
 
@@ -19,13 +22,6 @@ from .spec import Part, make_case
 
 f64, f32 = torch.float64, torch.float32
 CaseMaker = Callable[[torch.Generator, str], list[Case]]
-
-
-def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    """``||a - b|| / (||a|| + ||b||)`` over all the entries, in float64; 0.0 when both are zero."""
-    a, b = a.double(), b.double()
-    size = torch.linalg.vector_norm(a) + torch.linalg.vector_norm(b)
-    return 0.0 if size == 0 else float(torch.linalg.vector_norm(a - b) / size)
 
 
 def cubic(x: torch.Tensor) -> torch.Tensor:
@@ -43,21 +39,13 @@ def log_sum_exp(x: torch.Tensor) -> torch.Tensor:
 COMMON_FUNCTIONS: dict[str, Callable] = {"cubic": cubic, "log_sum_exp": log_sum_exp}
 
 
-def numerical_gradient_of(functions: dict[str, Callable]) -> Callable:
-    """The reference of ``numerical_gradient_on(name, x, eps, *fixed)``: central differences of
-    ``functions[name](., *fixed)`` at ``x``, one coordinate at a time."""
+def references() -> ModuleType:
+    """The reference answers of the two parts (``relative_error``, ``numerical_gradient_of``), kept in
+    ``solutions/gradcheck_reference.py``: private, since they answer a graded part of every assignment (the
+    public copy holds this module, which declares the parts, but not them)."""
+    from .course import SOLUTIONS, _import_private
 
-    def numerical_gradient_on(name: str, x: torch.Tensor, eps: float, *fixed) -> torch.Tensor:
-        f = functions[name]
-        grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-        for i in range(x.numel()):
-            plus, minus = x.clone(), x.clone()
-            plus.view(-1)[i] += eps
-            minus.view(-1)[i] -= eps
-            grad.view(-1)[i] = (f(plus, *fixed) - f(minus, *fixed)) / (2 * eps)
-        return grad
-
-    return numerical_gradient_on
+    return _import_private(SOLUTIONS / "gradcheck_reference.py", "_solutions_gradcheck_reference")
 
 
 def _randn(g: torch.Generator, *shape: int, dtype: torch.dtype = f64) -> torch.Tensor:
@@ -107,8 +95,9 @@ def gradcheck_parts(functions: dict[str, Callable], own_cases: CaseMaker, forbid
     def numerical_cases(g: torch.Generator, device: str) -> list[Case]:
         return common_numerical_cases(g, device) + own_cases(g, device)
 
+    answers = references()
     return {
-        "numerical_gradient": Part(test_cell, numerical_gradient_of(functions), numerical_cases, (solution_cell,),
-                                   forbidden, weight=2.0),
-        "relative_error": Part(test_cell, relative_error, relative_error_cases, (solution_cell,), forbidden),
+        "numerical_gradient": Part(test_cell, answers.numerical_gradient_of(functions), numerical_cases,
+                                   (solution_cell,), forbidden, weight=2.0),
+        "relative_error": Part(test_cell, answers.relative_error, relative_error_cases, (solution_cell,), forbidden),
     }

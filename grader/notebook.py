@@ -65,6 +65,25 @@ def is_student_added(cell: NotebookNode) -> bool:
     return bool(cell.get("metadata", {}).get("grader", {}).get("student_added"))
 
 
+#: What the feedback says of a cell of the student's own after the last graded cell, which the grader does not run.
+OWN_CELL_NOT_RUN = ("a cell of your own after the last graded cell: the grader does not run it (it cannot change "
+                    "your grade), and it shows the outputs you handed in")
+
+
+def not_run(cell: NotebookNode) -> bool:
+    """Whether the grader leaves this cell of the student's own unrun: it comes after the last graded cell
+    (the written questions' experiments), so it can neither cost points nor change the status, and its
+    outputs stay those the student handed in (set by :func:`merge` only: a student's metadata never reaches it)."""
+    meta = cell.get("metadata", {}).get("grader", {})
+    return isinstance(meta, dict) and bool(meta.get("student_added")) and bool(meta.get("not_run"))
+
+
+def _graded(cell: NotebookNode) -> bool:
+    """A cell whose run decides points: an autograded test, its hidden tests, or a code answer cell."""
+    hidden = cell.get("metadata", {}).get("grader", {}).get("hidden_of")
+    return bool(hidden) or is_autograded_test(cell) or (is_solution(cell) and cell.cell_type == "code")
+
+
 def skip_reason(cell: NotebookNode) -> str:
     """Why the grader does not run this cell (``metadata.grader.skip`` of a source cell: the notebook's own
     run of a trained part, which the hidden test repeats on the grader's own seed), or "" if it runs it.
@@ -104,9 +123,7 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
         extra = copy.deepcopy(cell)
         extra.metadata.pop("nbgrader", None)
         extra.metadata["grader"] = {"student_added": True}
-        if extra.cell_type == "code":
-            extra.outputs, extra.execution_count = [], None
-        extras.setdefault(last, []).append(extra)
+        extras.setdefault(last, []).append(extra)  # outputs as handed in: cleared below for the cells that run
     cells: list[NotebookNode] = []
     placed_leading = False
     for key, master in zip(master_keys, source.cells):
@@ -138,6 +155,15 @@ def merge(source: NotebookNode, release: NotebookNode, student: NotebookNode) ->
             cells.extend(extras.get(key, []))
     if not placed_leading:
         cells.extend(extras.get(None, []))
+    last_graded = max((i for i, c in enumerate(cells) if _graded(c)), default=-1)
+    for i, cell in enumerate(cells):
+        if not is_student_added(cell) or cell.cell_type != "code":
+            continue
+        if i > last_graded:
+            cell.metadata["grader"]["not_run"] = True
+            cell.outputs = [o for o in cell.get("outputs", []) if isinstance(o, dict)]
+        else:
+            cell.outputs, cell.execution_count = [], None
     out = copy.deepcopy(source)
     out.cells = cells
     for i, cell in enumerate(out.cells):  # ids must be unique
@@ -234,7 +260,11 @@ def forbidden_uses(source: str | list[str], forbidden: tuple[str, ...]) -> list[
     components appear in it as a run of whole components; an entry that begins with a dot matches
     attributes only (``.softmax`` forbids ``torch.softmax`` and ``Z.softmax()``, not a function of the
     student's own called ``softmax``)."""
-    chains = name_chains(python_source([source] if isinstance(source, str) else list(source)))
+    return _matches(name_chains(python_source([source] if isinstance(source, str) else list(source))), forbidden)
+
+
+def _matches(chains: list[tuple[str, ...]], forbidden: tuple[str, ...]) -> list[str]:
+    """The ``forbidden`` entries that some dotted name of ``chains`` matches (see :func:`forbidden_uses`)."""
     hits = []
     for entry in forbidden:
         comps = tuple(entry.lstrip(".").split("."))
@@ -245,3 +275,200 @@ def forbidden_uses(source: str | list[str], forbidden: tuple[str, ...]) -> list[
                 hits.append(entry)
                 break
     return hits
+
+
+# ------------------------------------------------------------------ the code a graded part reaches
+
+
+def _bound_names(stmt: ast.stmt) -> list[str]:
+    """The module-level names a top-level statement binds: a ``def``/``class``, an assignment's plain names
+    (tuples unpacked), an import's names; nothing for any other statement (an expression, a loop)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"]
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+        [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _stored(body: list[ast.AST]) -> set[str]:
+    """The names a function body binds (its locals): assigned, deleted, imported, defined, caught."""
+    names = set()
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                names.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                names.add(n.name)
+    return names
+
+
+def free_names(node: ast.AST) -> set[str]:
+    """The names ``node`` reads from the module's globals: every name it loads, less a function's parameters
+    and locals (Python's scoping, so that a parameter ``h`` does not reach a global ``h`` of the student's
+    experiments) and a comprehension's own variables; a function's defaults and decorators are read outside."""
+    if isinstance(node, _SCOPES):
+        a = node.args
+        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        declared = {n for b in body for s in ast.walk(b) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
+        local = (params | _stored(body)) - declared
+        outer = [*a.defaults, *(d for d in a.kw_defaults if d), *getattr(node, "decorator_list", [])]
+        return set().union(*(free_names(b) for b in body)) - local | set().union(*(free_names(o) for o in outer))
+    if isinstance(node, _COMPREHENSIONS):
+        own = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        return set().union(*(free_names(c) for c in ast.iter_child_nodes(node))) - own
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) else set()
+    return set().union(*(free_names(c) for c in ast.iter_child_nodes(node)))
+
+
+def _label(stmt: ast.stmt, code: str) -> str:
+    """How a message names a statement: the function's or class's name, else its first line."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return stmt.name
+    first = (ast.get_source_segment(code, stmt) or ast.unparse(stmt)).splitlines()[0]
+    return first if len(first) <= 60 else first[:57] + "..."
+
+
+class StudentCode:
+    """The top-level statements of the student's code (answer cells and cells of their own), indexed by the
+    names they bind, to find the code a graded part reaches: its answer cells' function named like the part,
+    and everything that function uses by name, transitively (``reached``)."""
+
+    def __init__(self, cells: dict[str, str], given: dict[str, str] | None = None):
+        #: name -> [(cell key, label, source)] of each top-level statement that binds it
+        self.binders: dict[str, list[tuple[str, str, str]]] = {}
+        self.cells: dict[str, list[tuple[str, str, ast.stmt]]] = {}  # cell key -> its statements
+        #: the instructor's statements (``given``: set-up and helper cells): followed, since a helper given in
+        #: the notebook may call the student's functions, but never reported, whatever names they use
+        self.given: set[str] = set()
+        for key, src in {**(given or {}), **cells}.items():
+            code = python_source([src])
+            try:
+                tree = ast.parse(code)
+            except SyntaxError:
+                continue
+            for stmt in tree.body:
+                seg = ast.get_source_segment(code, stmt) or ast.unparse(stmt)
+                self.cells.setdefault(key, []).append((_label(stmt, code), seg, stmt))
+                if given and key in given and key not in cells:
+                    self.given.add(seg)
+                for name in _bound_names(stmt):
+                    self.binders.setdefault(name, []).append((key, _label(stmt, code), seg))
+
+    def reached(self, entry: str, cells: tuple[str, ...], roots: set[str] | None = None) -> list[tuple[str, str]]:
+        """``[(label, source)]`` of the student's statements that the part's code reaches: the bindings of
+        ``roots`` (the names the hidden test's ``record`` call reads: :func:`recorded_names`), else of ``entry``
+        (the part's name) where the student made one, else every statement of the part's answer ``cells``; then
+        the bindings of every name those use, and of the names those use, and so on."""
+        if roots:
+            start = [b for name in sorted(roots) for b in self.binders.get(name, [])]
+        else:
+            start = self.binders.get(entry) or \
+                [(k, label, seg) for k in cells for label, seg, _ in self.cells.get(k, [])]
+        seen: dict[tuple[str, str], None] = {}
+        todo = [(label, seg) for _, label, seg in start]
+        names_done: set[str] = set(roots or {entry})
+        while todo:
+            label, seg = todo.pop()
+            if (label, seg) in seen:
+                continue
+            seen[label, seg] = None
+            try:
+                used = free_names(ast.parse(seg))
+            except SyntaxError:
+                continue
+            for name in sorted(used - names_done):
+                names_done.add(name)
+                todo += [(lab, s) for _, lab, s in self.binders.get(name, [])]
+        return [(label, seg) for label, seg in seen if seg not in self.given]
+
+
+def recorded_names(hidden_sources: list[str]) -> dict[str, set[str]]:
+    """part -> the global names its ``record("part", fn)`` call reads in the hidden tests (``fn``'s free names:
+    ``{"mlp_forward"}`` for ``lambda params, X, a: mlp_forward(params, X, a)[0]``), where the reach starts."""
+    roots: dict[str, set[str]] = {}
+    for src in hidden_sources:
+        try:
+            tree = ast.parse(python_source([src]))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "record" \
+                    and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant):
+                roots.setdefault(str(node.args[0].value), set()).update(free_names(node.args[1]))
+    return roots
+
+
+def forbidden_in_reach(code: StudentCode, entry: str, cells: tuple[str, ...], forbidden: tuple[str, ...],
+                       roots: set[str] | None = None) -> dict[str, list[str]]:
+    """Which ``forbidden`` entries the code a part reaches uses (:meth:`StudentCode.reached`): entry -> the
+    labels of the statements that use it (the function that used the name). A statement is read with the
+    reached imports before it, so that ``F.softplus`` after ``import torch.nn.functional as F`` counts."""
+    reached = code.reached(entry, cells, roots)
+    imports = [seg for _, seg in reached if seg.startswith(("import ", "from "))]
+    of_imports = set(name_chains("\n".join(imports)))
+    hits: dict[str, list[str]] = {}
+    for label, seg in reached:
+        if seg in imports:
+            chains = name_chains(seg)
+        else:  # read with the imports' aliases, less the imports' own names (those are the import's to answer for)
+            chains = [c for c in name_chains(python_source(["\n".join(imports + [seg])])) if c not in of_imports]
+        for name in _matches(chains, forbidden):
+            hits.setdefault(name, []).append(label)
+    return hits
+
+
+# ------------------------------------------------------------------ what a submission changed that it should not
+
+_GRADING_FIELDS = ("grade", "solution", "locked", "points")  # the nbgrader metadata that decides grading
+_RECORDING = ("NLPCOURSE_GRADER_OUTPUTS", "NLPCOURSE_GRADER_INPUTS")  # the kernel's own folders, by name
+
+
+def _lines(source: str) -> list[str]:
+    return [ln.rstrip() for ln in source.strip().splitlines()]
+
+
+def tampering(release: NotebookNode, student: NotebookNode) -> list[str]:
+    """What the submission changed that the grader ignores, for the instructor to see (``flags`` in the result,
+    a column of the export, a table of the report): a locked cell edited, a graded cell deleted, grading
+    metadata changed (points, flags), a cell of one's own claiming to be graded, code that records results or
+    writes the grader's outputs itself. None of it changes the score: :func:`merge` runs the instructor's cells
+    and reads only the answers. Trailing spaces and blank lines at either end do not count as an edit."""
+    given = {_key(c): c for c in release.cells if _key(c)}
+    flags: list[str] = []
+    seen: set[str] = set()
+    for cell in student.cells:
+        key = _key(cell)
+        if key is None or key in seen:
+            continue
+        if key not in given:
+            if nbgrader_meta(cell).get("grade") or nbgrader_meta(cell).get("solution"):
+                flags.append(f"a cell of their own carries nbgrader's grading metadata ({key})")
+            continue
+        seen.add(key)
+        ours, theirs = nbgrader_meta(given[key]), nbgrader_meta(cell)
+        changed = [f for f in _GRADING_FIELDS if ours.get(f) != theirs.get(f)]
+        if changed:
+            flags.append(f"changed {', '.join(changed)} of {key}")
+        if not ours.get("solution") and _lines(cell.get("source", "")) != _lines(given[key].get("source", "")):
+            flags.append(f"edited the locked cell {key}")
+    deleted = [k for k, c in given.items() if k not in seen and is_autograded_test(c)]
+    if deleted:
+        flags.append(f"deleted the test cell{'s' if len(deleted) > 1 else ''} {', '.join(deleted)}")
+    own = [c.get("source", "") for c in student.cells if c.get("cell_type") == "code"
+           and (_key(c) not in given or is_solution(given[_key(c)]))]
+    code = python_source(own)
+    if any(ch[-1] == "record" for ch in name_chains(code)) or any(name in code for name in _RECORDING):
+        flags.append("their own code records results or writes the grader's outputs (forging a hidden test)")
+    return flags

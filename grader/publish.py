@@ -283,6 +283,110 @@ def secret_lines(repo: Path = REPO, rev: str = "HEAD") -> dict[str, str]:
     return {line: origin for line, origin in found.items() if not corpus.holds(line)}
 
 
+# ------------------------------------------------------------------ answers, whatever their names
+
+#: A function smaller than this (AST nodes, its docstring aside) says too little to be an answer: ``return x @ W.T``
+#: can be written in the same shape by anyone, and a line check covers it.
+MIN_ANSWER_NODES = 25
+
+
+class _Anonymous(ast.NodeTransformer):
+    """Every name a function binds or reads, its own included, by order of first appearance (``v0``, ``v1``...):
+    renaming variables and arguments gives the same tree. Attributes (``torch.tanh``, ``.sum``) and keywords
+    stay, since they are what the code does."""
+
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def _new(self, name: str) -> str:
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Name(self._new(node.id), node.ctx), node)
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        return ast.copy_location(ast.arg(self._new(node.arg)), node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self._new(node.name)
+        node.returns = None
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]  # the docstring says what, not how
+        self.generic_visit(node)
+        return node
+
+
+def fingerprints(source: str) -> dict[str, str]:
+    """``{fingerprint: function name}`` of every function in ``source`` (Python, IPython's syntax seen through)
+    of at least :data:`MIN_ANSWER_NODES` nodes: its tree with every name replaced by its order of appearance."""
+    from .notebook import python_source
+
+    try:
+        tree = ast.parse(python_source([source]))
+    except SyntaxError:
+        return {}
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            anonymous = _Anonymous().visit(ast.parse(ast.unparse(node)).body[0])
+            if sum(1 for _ in ast.walk(anonymous)) >= MIN_ANSWER_NODES:
+                found.setdefault(ast.dump(anonymous, annotate_fields=False), node.name)
+    return found
+
+
+def _code_of(path: str, raw: bytes) -> list[str]:
+    """The Python a public file holds: a ``.py`` file, a notebook's code cells, a MyST page's code cells."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    if path.endswith(".py"):
+        return [text]
+    if path.endswith(".ipynb"):
+        try:
+            return [_cell_source(c) for c in json.loads(text).get("cells", []) if c.get("cell_type") == "code"]
+        except (json.JSONDecodeError, AttributeError):
+            return []
+    if path.endswith(".md"):
+        return re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", text, re.M | re.S)
+    return []
+
+
+def answer_fingerprints(repo: Path = REPO, rev: str = "HEAD") -> dict[str, str]:
+    """``{fingerprint: "solutions/A/A.ipynb: name"}`` of every function the answer cells of ``rev``'s source
+    notebooks define (the solutions, every part's), for :func:`find_answers`; less those the released notebooks
+    show in their given cells (a helper the answer repeats, such as seq2seq's decoder ``step``): public by design."""
+    entries = tree(repo, rev)
+    sources = [e for e in entries if e.path.startswith(SOURCES + "/") and e.path.endswith(".ipynb")]
+    released = [e for e in entries if re.fullmatch(r"notebooks/.*\.ipynb", e.path)]
+    shown = {fp for raw in read_blobs(repo, [e.sha for e in released]) for code in _code_of(".ipynb", raw)
+             for fp in fingerprints(code)}
+    found: dict[str, str] = {}
+    for e, raw in zip(sources, read_blobs(repo, [e.sha for e in sources]), strict=True):
+        for cell in json.loads(raw).get("cells", []):
+            if cell.get("cell_type") == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                for fp, name in fingerprints(_cell_source(cell)).items():
+                    if fp not in shown:
+                        found.setdefault(fp, f"{e.path}: {name}")
+    return found
+
+
+def find_answers(repo: Path, answers: dict[str, str], rev: str = "HEAD") -> dict[str, list[str]]:
+    """``{path: ["name (= solutions/A/A.ipynb: answer)"]}``: the functions of ``rev``'s files in ``repo`` (Python
+    files, notebooks' and pages' code cells) that are an answer of ``answers`` under other names (same tree once
+    every name is replaced: :func:`fingerprints`). A line check misses such a copy; this does not."""
+    entries = [e for e in tree(repo, rev) if e.mode != "120000" and e.path.endswith((".py", ".ipynb", ".md"))]
+    found: dict[str, list[str]] = {}
+    for e, raw in zip(entries, read_blobs(repo, [e.sha for e in entries]), strict=True):
+        for code in _code_of(e.path, raw):
+            for fp, name in fingerprints(code).items():
+                if fp in answers:
+                    found.setdefault(e.path, []).append(f"{name} (= {answers[fp]})")
+    return found
+
+
 def find_leaks(repo: Path, secrets: Iterable[str]) -> dict[str, list[str]]:
     """``{where: [secret lines found there]}`` over every object in the store of the git repository ``repo``,
     reachable or not; ``where`` is the file's path for a file of ``HEAD``, else ``<type> <sha>``. A text is
@@ -348,8 +452,8 @@ def _commit(root: Path, files: list[Entry], source: str, author: tuple[str, str,
     return commit
 
 
-def _check(root: Path, public: list[Entry], secrets: dict[str, str]) -> None:
-    """The copy holds exactly ``public``, one commit, no leak."""
+def _check(root: Path, public: list[Entry], secrets: dict[str, str], answers: dict[str, str] | None = None) -> None:
+    """The copy holds exactly ``public``, one commit, no leak: no secret line, and no answer under other names."""
     from .release import check_no_leak
 
     got = tree(root, "HEAD")
@@ -368,6 +472,10 @@ def _check(root: Path, public: list[Entry], secrets: dict[str, str]) -> None:
         where = "; ".join(f"{path}: {', '.join(repr(line) for line in lines[:3])} (from {secrets[lines[0]]})"
                           for path, lines in sorted(leaks.items())[:5])
         raise GraderError(f"the copy would publish lines of solutions/, in {len(leaks)} file(s): {where}")
+    copies = find_answers(root, answers or {})
+    if copies:
+        where = "; ".join(f"{path}: {', '.join(names[:3])}" for path, names in sorted(copies.items())[:5])
+        raise GraderError(f"the copy would publish the answer of a graded part under other names: {where}")
 
 
 def digest(line: str) -> str:
@@ -408,13 +516,13 @@ def publish(dest: Path, rev: str = "HEAD", repo: Path = REPO, branch: str = "mai
         raise GraderError(f"{rev} has no public file")
     author = tuple(_git(repo, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", source)
                    .decode().strip().split("\0"))
-    secrets = secret_lines(repo, source)
+    secrets, answers = secret_lines(repo, source), answer_fingerprints(repo, source)
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".publishing", dir=dest.parent))
     try:
         _write_files(repo, public, staging)
         commit = _commit(staging, public, source, author, branch)
-        _check(staging, public, secrets)
+        _check(staging, public, secrets, answers)
         staging.chmod(0o755)  # mkdtemp made it private to its owner
         if dest.exists():
             dest.rmdir()  # empty, checked above

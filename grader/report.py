@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .course import COURSE_ID, GraderError, load_assignment, load_reference
+from .export import PENDING
 
 REPORTS = "reports"  # <course-dir>/reports/<assignment>/report.html, report.csv
 STATUSES = ("graded", "timeout", "crashed", "invalid", "missing")
@@ -66,6 +67,7 @@ class Submission:
     parts: dict[str, Outcome] = field(default_factory=dict)
     timed_out: list[str] = field(default_factory=list)  # cells that ran past their limit (when stored)
     waiting: list[str] = field(default_factory=list)  # grades (grade_id) that wait for a manual grade
+    flags: list[str] = field(default_factory=list)  # what it changed that the grader ignored (notebook.tampering)
 
 
 @dataclass
@@ -135,6 +137,7 @@ def load(assignment: str, course_dir: Path) -> ClassResults:
     """What autograde stored for ``assignment`` in ``course_dir``; a :class:`GraderError` if nothing is."""
     from nbgrader.api import MissingEntry
 
+    from .autograde import live_folder
     from .export import rows
 
     a = load_assignment(assignment)
@@ -145,17 +148,18 @@ def load(assignment: str, course_dir: Path) -> ClassResults:
         found = rows(a.name, course_dir)
     except MissingEntry as exc:
         raise GraderError(f"the gradebook of {course_dir} has no {a.name}: run `grader autograde` first") from exc
-    if not found:
+    if all(row["status"] == PENDING for row in found):
         raise GraderError(f"nothing graded for {a.name} in {course_dir} yet (no recorded result): "
                           "run `grader autograde` first")
     parts = {name: part.test_cell for name, part in load_reference(a).PARTS.items()}
     waiting = _waiting(course_dir, a, [row["student_id"] for row in found])
     subs = []
     for row in found:
-        result = json.loads((course_dir / "work" / a.name / row["student_id"] / "result.json").read_text())
+        folder = live_folder(course_dir / "work" / a.name, row["student_id"])
+        result = json.loads((folder / "result.json").read_text()) if (folder / "result.json").exists() else {}
         subs.append(Submission(row["student_id"], row["status"], float(row["score"]), str(row["message"]),
                                part_outcomes(result, parts), [str(c) for c in result.get("timed_out") or []],
-                               waiting.get(row["student_id"], [])))
+                               waiting.get(row["student_id"], []), [str(f) for f in result.get("flags") or []]))
     return ClassResults(a.name, parts, float(found[0]["max_score"]), subs)
 
 
@@ -245,6 +249,7 @@ class Summary:
     not_run: list[tuple[str, str, str]]  # (student, status, message)
     waiting: dict[str, int]  # grade_id -> students whose answer waits for a manual grade
     waiting_students: int
+    flagged: list[tuple[str, list[str]]] = field(default_factory=list)  # (student, flags): locked cells edited...
 
 
 def histogram(scores: list[float], max_score: float, bins: int = BINS) -> tuple[list[float], list[int]]:
@@ -291,14 +296,18 @@ def summarize(results: ClassResults, top: int = TOP_FAILURES) -> Summary:
             crashes.setdefault(_shape(problem), (problem, []))[1].append(s.student)
     waiting = Counter(g for s in subs for g in s.waiting)
     scores = [s.score for s in subs]
+    statuses = {st: sum(s.status == st for s in subs) for st in STATUSES}
+    if any(s.status == PENDING for s in subs):  # export's rows of gradings that did not finish
+        statuses[PENDING] = sum(s.status == PENDING for s in subs)
     return Summary(
         results.assignment, results.max_score, len(subs),
-        {st: sum(s.status == st for s in subs) for st in STATUSES}, edges, ran_counts, not_run_counts,
+        statuses, edges, ran_counts, not_run_counts,
         statistics.fmean(scores) if scores else 0.0, statistics.median(scores) if scores else 0.0, rows,
         sorted(timeouts.values(), key=lambda kv: (-len(kv[1]), kv[0])),
         sorted(crashes.values(), key=lambda kv: (-len(kv[1]), kv[0])),
         [(s.student, s.status, clean_message(s.message) or s.status) for s in subs if s.status not in RAN],
-        dict(sorted(waiting.items())), sum(bool(s.waiting) for s in subs))
+        dict(sorted(waiting.items())), sum(bool(s.waiting) for s in subs),
+        [(s.student, [clean_message(f) for f in s.flags]) for s in subs if s.flags])
 
 
 # ------------------------------------------------------------------ the page and the CSV
@@ -409,6 +418,12 @@ def render_html(summary: Summary, png: bytes | None = None) -> str:
                    "<th>status</th><th>why</th></tr></thead><tbody>")
         out += [f'<tr><td>{_e(who)}</td><td>{_e(status)}</td><td class="msg">{_e(msg)}</td></tr>'
                 for who, status, msg in s.not_run]
+        out.append("</tbody></table>")
+    if s.flagged:
+        out.append('<h3 id="flagged">Flagged: changed what the grader ignores</h3><p>None of it changed a score '
+                   "(the grader runs the instructor's cells and reads only the answers), but it is worth a look."
+                   '</p><table class="problems"><thead><tr><th>student</th><th>what</th></tr></thead><tbody>')
+        out += [f'<tr><td>{_e(who)}</td><td class="msg">{_e("; ".join(flags))}</td></tr>' for who, flags in s.flagged]
         out.append("</tbody></table>")
     out.append("<h2>Manual grading</h2>")
     total = sum(s.waiting.values())

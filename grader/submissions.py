@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import GraderError, load_assignment, load_bugs
+from .course import GraderError, load_assignment, load_bugs, load_reference
 from .spec import Bug
 
 _SOLUTION_LINE = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
@@ -100,4 +100,31 @@ def add_cell_after(nb, grade_id: str, source: str):
     nb = copy.deepcopy(nb)
     idx = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
     nb.cells.insert(idx + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+#: What the cell of one's own after the last graded cell (:func:`with_own_cells`) was handed in showing.
+OWN_OUTPUT = "my experiment: perplexity 123.4 (handed in)"
+
+
+def every_forbidden_name(assignment: str) -> str:
+    """A function of the student's own that uses every name some part of ``assignment`` forbids."""
+    names = sorted({n for part in load_reference(load_assignment(assignment)).PARTS.values() for n in part.forbidden})
+    uses = [f"    _ = torch{n}" if n.startswith(".") else f"    import {n}" if "." not in n else f"    _ = {n}"
+            for n in names]
+    return "def my_experiment():\n" + "\n".join(uses) + "\n"
+
+
+def with_own_cells(assignment: str, nb):
+    """``nb`` with cells of the student's own, as the written questions invite: after the first test cell, a
+    function that uses every forbidden name (no graded code calls it); after the last cell, one that uses them
+    all, then loops forever, handed in with an output. Neither may cost a point or change the status."""
+    first_test = next(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+                      if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+                      and c.cell_type == "code")
+    nb = add_cell_after(nb, first_test, every_forbidden_name(assignment))
+    nb = copy.deepcopy(nb)
+    last = nbformat.v4.new_code_cell(every_forbidden_name(assignment) + "my_experiment()\nwhile True:\n    pass\n")
+    last.outputs = [nbformat.v4.new_output("stream", name="stdout", text=OWN_OUTPUT + "\n")]
+    nb.cells.append(last)
     return nb

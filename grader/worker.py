@@ -33,15 +33,19 @@ from .course import Assignment, load_assignment, load_reference
 from .judging import judge_part, make_cases
 from .notebook import (
     InvalidSubmission,
+    StudentCode,
     cell_timeout,
-    forbidden_uses,
+    forbidden_in_reach,
     is_autograded_test,
     is_solution,
     is_student_added,
     merge,
     nbgrader_meta,
+    not_run,
     read_submission,
+    recorded_names,
     skip_reason,
+    tampering,
 )
 from .nursery import nursery_for, restore_after_kill
 from .release import LEAK_MARKERS
@@ -115,9 +119,8 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
     cases = cases if cases is not None else make_cases(reference, seed)
     points = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0))
               for c in source_nb.cells if is_autograded_test(c)}
-    student_code = {nbgrader_meta(c).get("grade_id"): c.source for c in merged_nb.cells
-                    if is_solution(c) and c.cell_type == "code"}
-    extra_code = [c.source for c in merged_nb.cells if c.cell_type == "code" and is_student_added(c)]
+    code = student_code(merged_nb)
+    roots = recorded_names([c.source for c in merged_nb.cells if cell_kind(c) == "hidden"])
     parts_by_cell: dict[str, list[tuple[str, Any]]] = {}
     for name, part in reference.PARTS.items():
         parts_by_cell.setdefault(part.test_cell, []).append((name, part))
@@ -125,10 +128,10 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
     for cell_id, max_points in points.items():
         lines, total, weight, outcomes = [], 0.0, 0.0, {}
         for name, part in parts_by_cell.get(cell_id, []):
-            code = [student_code.get(s, "") for s in part.solution_cells] + extra_code
-            banned = forbidden_uses(code, tuple(part.forbidden)) if part.forbidden else []
+            banned = forbidden_in_reach(code, name, tuple(part.solution_cells), tuple(part.forbidden),
+                                        roots.get(name)) if part.forbidden else {}
             if banned:
-                frac, msg = 0.0, f"uses {', '.join(banned)}, which this exercise does not allow"
+                frac, msg = 0.0, f"uses {forbidden_message(banned)}, which this exercise does not allow"
             else:
                 recording, why = _load_recording(workdir / "outputs" / f"{name}.pt")
                 frac, msg = judge_part(part, cases[name], recording, why)
@@ -142,6 +145,31 @@ def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir
         earned = round(max_points * total / weight, 2) if weight else 0.0
         scores[cell_id] = CellScore(earned, max_points, "\n".join(lines) or "no hidden tests", outcomes)
     return scores
+
+
+def student_code(merged_nb) -> StudentCode:
+    """The student's code of a merged notebook (answer cells and cells of their own), with the instructor's
+    other code cells as the given code that the reach follows through (:class:`~grader.notebook.StudentCode`);
+    the hidden tests are followed through too, never reported."""
+    answers, given = {}, {}
+    for i, c in enumerate(merged_nb.cells):
+        if c.cell_type != "code":
+            continue
+        if c.get("metadata", {}).get("grader", {}).get("hidden_of"):
+            given[f"hidden {i}"] = c.source  # its helpers are followed, like the given cells'
+        elif is_solution(c) and not is_student_added(c):
+            answers[str(nbgrader_meta(c).get("grade_id"))] = c.source
+        elif is_student_added(c):
+            answers[f"cell {i}"] = c.source
+        elif not is_autograded_test(c):
+            given[f"given {i}"] = c.source
+    return StudentCode(answers, given)
+
+
+def forbidden_message(banned: dict[str, list[str]]) -> str:
+    """``torch.autograd (in numerical_gradient), .backward (in train, helper)``: each name with the
+    student's statements that use it."""
+    return ", ".join(f"{name} (in {', '.join(dict.fromkeys(where))})" for name, where in banned.items())
 
 
 def _clean(text: str) -> str:
@@ -196,8 +224,8 @@ class _Client(NotebookClient):
         self.cell_seconds, self.kernel_seconds, self._started = {}, 0.0, time.monotonic()
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
-        if skip_reason(cell):  # a source cell the grader does not run (its outputs say why)
-            return cell
+        if skip_reason(cell) or not_run(cell):  # a source cell the grader does not run (its outputs say why), or
+            return cell  # a cell of the student's own after the last graded cell (its outputs are the student's)
         if not self.cell_seconds and not self.kernel_seconds:
             self.kernel_seconds = time.monotonic() - self._started
         self._running = cell_index
@@ -235,10 +263,11 @@ class _Client(NotebookClient):
 
 def write_result(workdir: Path, job: Job, status: str, message: str, scores: dict[str, CellScore],
                  executed=None, seconds: float | None = None, timing: dict[str, float] | None = None,
-                 timed_out: list[str] | None = None) -> dict:
+                 timed_out: list[str] | None = None, flags: list[str] | None = None) -> dict:
     """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion).
     ``timed_out``: the cells that ran past their time limit, for ``grader report`` (absent when none did, and
-    from results written before it)."""
+    from results written before it). ``flags``: what the submission changed that the grader ignored
+    (:func:`~grader.notebook.tampering`; absent when nothing)."""
     if executed is not None:
         tmp = workdir / "executed.ipynb.tmp"
         nbformat.write(executed, str(tmp))
@@ -257,6 +286,8 @@ def write_result(workdir: Path, job: Job, status: str, message: str, scores: dic
         result["timing"] = {k: round(v, 2) for k, v in timing.items()}  # where those seconds went
     if timed_out:
         result["timed_out"] = timed_out
+    if flags:
+        result["flags"] = flags
     tmp = workdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(workdir / "result.json")
@@ -271,16 +302,17 @@ def finalize(job: Job, status: str, message: str) -> dict:
     workdir = Path(job.workdir)
     restore_after_kill(workdir / "kernel")
     source = nbformat.read(str(a.source), as_version=4)
-    merged = source
+    merged, flags = source, []
     if job.submission:
         try:
-            merged, _ = merge(source, nbformat.read(str(a.release), as_version=4),
-                              read_submission(Path(job.submission)))
+            release, student = nbformat.read(str(a.release), as_version=4), read_submission(Path(job.submission))
+            merged, _ = merge(source, release, student)
+            flags = tampering(release, student)
         except InvalidSubmission:
             pass
     scores = grade_cells(a, reference, source, merged, workdir / "kernel", job.seed)
     annotate(merged, scores)
-    return write_result(workdir, job, status, message, scores, merged)
+    return write_result(workdir, job, status, message, scores, merged, flags=flags)
 
 
 def zero_scores(a: Assignment) -> dict[str, CellScore]:
@@ -342,7 +374,7 @@ def _execute(merged, job: Job, kdir: Path, sockets: Path, nursery) -> tuple[str,
         status = "crashed"
         message = f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}"
     return (*_timeout_status(merged, job, client, status, message), cell_times(merged, client),
-            [_timed_out_cell(merged, i) for i in client.timed_out])
+            [_timed_out_cell(merged, i) for i in client.timed_out if i < 0 or not is_student_added(merged.cells[i])])
 
 
 def cell_kind(cell) -> str:
@@ -370,6 +402,13 @@ def cell_times(merged, client: _Client) -> dict[str, float]:
     return times
 
 
+def _own_cell_name(merged, index: int) -> str:
+    """A cell of the student's own, named by the instructor's cell before it (``the one after linear-test``)."""
+    before = next((nbgrader_meta(c).get("grade_id") for c in reversed(merged.cells[:index])
+                   if nbgrader_meta(c).get("grade_id")), None)
+    return f"the one after {before}" if before else "the one before the first answer"
+
+
 def _cell_name(merged, index: int) -> str:
     return str(nbgrader_meta(merged.cells[index]).get("grade_id") or f"cell {index}") if index >= 0 else "a cell"
 
@@ -389,9 +428,15 @@ def _timeout_status(merged, job: Job, client: _Client, status: str, message: str
         return "timeout", (f"{_cell_name(merged, client.wedged)} ran past {limit} s and did not stop "
                            f"within {job.interrupt_grace:g} s of the interrupt: the kernel stopped answering and "
                            "was stopped; later cells did not run")
-    if client.timed_out and status == "graded":
+    graded = [i for i in client.timed_out if i < 0 or not is_student_added(merged.cells[i])]
+    own = [i for i in client.timed_out if i not in graded]
+    if own:  # a cell of the student's own never changes the status: it was interrupted, the grading went on
+        note = (f"your own cell{'s' if len(own) > 1 else ''} {', '.join(_own_cell_name(merged, i) for i in own)} ran "
+                f"past {job.cell_timeout} s and {'were' if len(own) > 1 else 'was'} interrupted (not graded)")
+        message = "; ".join(filter(None, [message, note]))
+    if graded and status == "graded":
         names = ", ".join(f"{_cell_name(merged, i)} ran past {cell_timeout(merged.cells[i], job.cell_timeout)} s"
-                          for i in client.timed_out if i >= 0)
+                          for i in graded if i >= 0)
         return "timeout", f"{names or f'a cell ran past {job.cell_timeout} s'} and was interrupted"
     return status, message
 
@@ -421,8 +466,9 @@ def run(job: Job) -> dict:
         student = read_submission(Path(job.submission))
     except InvalidSubmission as exc:
         return write_result(workdir, job, "invalid", str(exc), zero_scores(a))
-    source = nbformat.read(str(a.source), as_version=4)
-    merged, report = merge(source, nbformat.read(str(a.release), as_version=4), student)
+    source, release = nbformat.read(str(a.source), as_version=4), nbformat.read(str(a.release), as_version=4)
+    merged, report = merge(source, release, student)
+    flags = tampering(release, student)
     cases = make_cases(reference, job.seed)
     save_cases(kdir / "inputs", cases)
     for path in [*(kdir / "inputs").iterdir(), kdir / "inputs"]:
@@ -434,7 +480,7 @@ def run(job: Job) -> dict:
     annotate(merged, scores)
     timing.update(prepare=prepared - started, judge=time.monotonic() - ran)
     return write_result(workdir, job, status, _summary(scores, message, report), scores, merged,
-                        seconds=time.monotonic() - started, timing=timing, timed_out=timed_out)
+                        seconds=time.monotonic() - started, timing=timing, timed_out=timed_out, flags=flags)
 
 
 def serve() -> None:

@@ -138,12 +138,23 @@ def _compare_tensor(expected: torch.Tensor, got: Any, what: str, rtol: float | N
     rel = (diff / e64.abs().clamp_min(1e-12)).max().item()
     if excess.flatten()[i] > 0 or math.isnan(max_abs):
         n_bad = int((excess > 0).sum())
+        shown = differing(e64.flatten()[i].item(), g64.flatten()[i].item())
         return Verdict(False, f"{what}: {n_bad} of {e.numel()} values off; max abs error {max_abs:.3g}, "
                               f"max rel error {rel:.3g}; worst at index {_where(i, e.shape)}: expected "
-                              f"{e64.flatten()[i].item():.6g}, got {g64.flatten()[i].item():.6g} "
+                              f"{shown[0]}, got {shown[1]} "
                               f"(rtol={rtol:g}, atol={atol:g}, {e.dtype})",
                        {"max_abs": max_abs, "max_rel": rel, "index": _where(i, e.shape)})
     return Verdict(True, details={"max_abs": max_abs, "max_rel": rel})
+
+
+def differing(expected: float, got: float, least: int = 6) -> tuple[str, str]:
+    """Two numbers printed with as many significant digits as it takes to tell them apart (at least ``least``,
+    at most 17): never "expected -0.394902, got -0.394902"."""
+    for digits in range(least, 18):
+        e, g = f"{expected:.{digits}g}", f"{got:.{digits}g}"
+        if e != g:
+            return e, g
+    return f"{expected!r}", f"{got!r}"
 
 
 def compare(expected: Any, got: Any, what: str = "output", rtol: float | None = None, atol: float | None = None,
@@ -181,7 +192,7 @@ def compare(expected: Any, got: Any, what: str = "output", rtol: float | None = 
         r, a = (rtol or 1e-6), (atol or 1e-8)
         if math.isclose(float(expected), float(got), rel_tol=r, abs_tol=a):
             return Verdict(True)
-        return Verdict(False, f"{what}: expected {expected:.6g}, got {got:.6g}")
+        return Verdict(False, "{}: expected {}, got {}".format(what, *differing(float(expected), float(got))))
     return Verdict(expected == got, "" if expected == got else f"{what}: expected {expected!r}, got {got!r}")
 
 

@@ -185,3 +185,38 @@ def test_site_shows_no_solution_nor_hidden_test():
     bad = {str(p.relative_to(site)): leaks(p, SOLUTION_LINES | HIDDEN_LINES) for p in files}
     assert not {p: v for p, v in bad.items() if v}
     assert not [p for p in files if p.name in ("reference.py", "bugs.py")]
+
+
+# ------------------------------------------------------------------ each visible test cell runs on its own
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_each_test_cell_reads_nothing_only_another_test_cell_defines(name):
+    """A student re-runs one test cell after fixing their answer: it must not read a name that only an
+    earlier test cell binds (the transformer's encode test once read part 5's ``names``: a NameError when run
+    alone). Every global a test cell's visible part reads is bound by itself, a set-up or given cell, an answer
+    cell, or Python's builtins."""
+    import ast
+    import builtins
+
+    from grader.notebook import HIDDEN_BEGIN, free_names, is_autograded_test, python_source
+
+    nb = nbformat.read(str(load_assignment(name).source), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+
+    def bound(cell) -> set[str]:
+        tree = ast.parse(python_source([cell.source.partition(HIDDEN_BEGIN)[0]]))
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \
+            {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | \
+            {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+             for a in n.names}
+
+    others = set(dir(builtins)) | {"get_ipython", "display"}
+    for cell in code:
+        if not is_autograded_test(cell):
+            others |= bound(cell)
+    for cell in code:
+        if is_autograded_test(cell):
+            visible = python_source([cell.source.partition(HIDDEN_BEGIN)[0]])
+            missing = free_names(ast.parse(visible)) - others - bound(cell)
+            assert not missing, f"{nbgrader_meta(cell)['grade_id']} reads {sorted(missing)}: only a test binds it"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from grader.judging import judge_case
 from grader.spec import Part
-from nlpcourse.checking import Case, CheckFailure, changed_arguments, check_close, copy_to, run_case
+from nlpcourse.checking import Case, CheckFailure, changed_arguments, check_close, compare, copy_to, run_case
 
 
 def _nested(seed: int) -> list:
@@ -81,3 +81,16 @@ def test_the_grader_fails_a_call_that_changed_its_arguments_whatever_it_returned
     assert judge_case(part, case, run_case(_clip, case)).ok
     verdict = judge_case(part, case, run_case(_clip_in_place, case))
     assert not verdict.ok and "changed its argument grads[0] in place" in verdict.message, verdict
+
+
+def test_a_failed_comparison_prints_enough_digits_to_show_the_difference():
+    """Never "expected -0.394902, got -0.394902" (issue 55): as many digits as it takes, from 6."""
+    from nlpcourse.checking import differing
+
+    assert differing(-0.3949021, -0.3949024) == ("-0.3949021", "-0.3949024")
+    assert differing(1.5, 2.5) == ("1.5", "2.5")
+    v = compare(torch.tensor([-0.39490212]), torch.tensor([-0.39490235]), rtol=1e-9, atol=0.0)
+    expected, got = v.message.split("expected ")[1].split(" (rtol")[0].split(", got ")
+    assert not v.ok and expected != got, v.message
+    v = compare(-0.394902112, -0.394902335, rtol=1e-9, atol=0.0)
+    assert not v.ok and v.message == "output: expected -0.3949021, got -0.3949023", v.message

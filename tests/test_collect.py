@@ -3,6 +3,7 @@ the ``<student>/<assignment>/<notebook>`` folders that ``grader autograde`` read
 from __future__ import annotations
 
 import io
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from grader.autograde import find_submissions
 from grader.cli import main
-from grader.collect import ArchiveLimits, CollectError, collect, summary
+from grader.collect import COLLECT_NOTE, ArchiveLimits, CollectError, collect, summary
 from grader.course import SOLUTIONS, load_assignment
 
 if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
@@ -45,6 +46,13 @@ def archive(tmp_path: Path, members: list[tuple], name: str = "submissions.zip")
 
 def collected(dest: Path, student: str) -> bytes:
     return (dest / student / A / NB).read_bytes()
+
+
+def noted(dest: Path, student: str) -> dict:
+    """The note of a student who gets no notebook (grader.collect.COLLECT_NOTE): the only file of their folder."""
+    folder = dest / student / A
+    assert [p.name for p in folder.iterdir()] == [COLLECT_NOTE], sorted(folder.iterdir())
+    return json.loads((folder / COLLECT_NOTE).read_text())
 
 
 def untouched(tmp_path: Path, dest: Path) -> None:
@@ -116,9 +124,10 @@ def test_roster_maps_lms_ids_and_reports_the_unknown_and_the_absent(tmp_path, de
     ids = roster(tmp_path, "\ufefflms_id, student_id\n12345,s001\n23456, s002\n\n55555,s005\n")  # Excel's BOM
     report = collect(A, zf, dest, ids)
     assert sorted(report.collected) == [("s001", ""), ("s002", "")]
-    assert sorted(p.name for p in dest.iterdir()) == ["s001", "s002"]
+    assert sorted(p.name for p in dest.iterdir()) == ["s001", "s002", "s005"]  # s005: a row, missing
     assert report.skipped == [("99999, leeann", f"LMS id 99999 is not in the roster {ids}")]
     assert report.absent == ["s005"]
+    assert noted(dest, "s005") == {"status": "missing", "why": "nothing handed in (not in the LMS archive)"}
     assert report.exit_status == 1
 
 
@@ -170,7 +179,7 @@ def test_two_uploads_nothing_orders_are_not_guessed(tmp_path, dest):
                (f"Jane Smith_4242_assignsubmission_file/b/{NB}", notebook("b"))]
     report = collect(A, archive(tmp_path, members), dest)
     assert not report.collected and "nothing tells which is the latest" in report.skipped[0][1]
-    untouched(tmp_path, dest)
+    assert noted(dest, "4242")["status"] == "invalid" and "nothing tells" in noted(dest, "4242")["why"]
 
 
 @pytest.mark.parametrize("name", ["Untitled.ipynb", "word2vec (1).ipynb", "Word2Vec-3.ipynb"])
@@ -217,7 +226,7 @@ def test_a_notebook_autograde_would_refuse_skips_that_student_only(tmp_path, des
     report = collect(A, zf, dest)
     assert report.collected == [("2", "")]
     assert report.skipped[0][0] == "1, smithjane" and message in report.skipped[0][1]
-    assert not (dest / "1").exists()
+    assert noted(dest, "1")["status"] == "invalid" and message in noted(dest, "1")["why"]
 
 
 @pytest.mark.parametrize("inner, message", [

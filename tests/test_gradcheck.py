@@ -21,7 +21,7 @@ if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solution
 
 def _uses_the_shared_check(name: str) -> bool:
     parts = load_reference(load_assignment(name)).PARTS
-    return "relative_error" in parts and parts["relative_error"].reference is gradcheck.relative_error
+    return "relative_error" in parts and parts["relative_error"].reference is gradcheck.references().relative_error
 
 
 SHARED = [a for a in assignments() if _uses_the_shared_check(a)]

@@ -2,6 +2,7 @@
 recordings that are links, and answer cells missing from both the submission and the release."""
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -9,7 +10,19 @@ import nbformat
 import pytest
 import torch
 
-from grader.notebook import CODE_STUB, HIDDEN_BEGIN, cell_timeout, forbidden_uses, merge, skip_reason
+from grader.notebook import (
+    CODE_STUB,
+    HIDDEN_BEGIN,
+    StudentCode,
+    cell_timeout,
+    forbidden_in_reach,
+    forbidden_uses,
+    merge,
+    not_run,
+    recorded_names,
+    skip_reason,
+    tampering,
+)
 from grader.spec import tensor_problem
 from grader.worker import _load_recording
 from grader.worker import main as worker_main
@@ -136,6 +149,62 @@ def test_only_the_source_can_keep_a_cell_from_running():
     assert own.outputs[0]["text"].startswith("Not run by the grader: it trains with seed 0")
 
 
+def test_own_cells_after_the_last_graded_cell_are_not_run_and_keep_their_outputs():
+    """A cell of the student's own after the last graded cell (the written questions' experiments) is marked
+    not to run and keeps the outputs handed in; one before it runs, its outputs cleared; a student's own
+    metadata cannot mark a cell before it."""
+    source = _nb(("answer", True, "def f():\n    return 1"),
+                 ("f-test", False, f"assert f() == 1\n{HIDDEN_BEGIN}\nrecord('f', f)\n### END HIDDEN TESTS"),
+                 ("closing", False, "print('given, after the tests')"))
+    source.cells[1].metadata["nbgrader"] |= {"grade": True, "points": 1}
+    student = _nb(("answer", True, "def f():\n    return 1"), ("f-test", False, "pass"), ("closing", False, "x"))
+    before = nbformat.v4.new_code_cell("helper = 2", metadata={"grader": {"not_run": True, "student_added": True}})
+    before.outputs = [nbformat.v4.new_output("stream", name="stdout", text="old\n")]
+    after = nbformat.v4.new_code_cell("while True: pass")
+    after.outputs = [nbformat.v4.new_output("stream", name="stdout", text="my runs: 1.5\n")]
+    student.cells[1:1] = [before]
+    student.cells.append(after)
+    merged, report = merge(source, source, student)
+    cells = {c.source: c for c in merged.cells}
+    assert report["extra"] == 2
+    assert not not_run(cells["helper = 2"]) and cells["helper = 2"].outputs == []
+    assert not_run(cells["while True: pass"]) and cells["while True: pass"].outputs[0]["text"] == "my runs: 1.5\n"
+    assert not not_run(cells["print('given, after the tests')"])  # the instructor's cells all run
+
+
+def _reach(cells: dict[str, str], entry: str, own: tuple[str, ...], forbidden: tuple[str, ...], given=None):
+    return forbidden_in_reach(StudentCode(cells, given), entry, own, forbidden)
+
+
+def test_forbidden_names_are_judged_on_the_code_a_part_reaches():
+    """Not on unrelated experiment cells; each name with the function that used it (issue 55)."""
+    check = "def numerical_gradient(f, x):\n    return torch.autograd.grad(f(x), x)\n\n" \
+            "def relative_error(a, b):\n    return (a - b).norm() / b.norm()\n"
+    experiment = "import torch.nn as nn\nrnn = nn.RNN(3, 4)\nh = torch.rnn_tanh_cell(x, h, w, u)\n"
+    cells = {"check": check, "cell 9": experiment}
+    assert _reach(cells, "relative_error", ("check",), AUTOGRAD) == {}
+    assert _reach(cells, "numerical_gradient", ("check",), AUTOGRAD) == {"torch.autograd": ["numerical_gradient"]}
+    forward = "def step(x, h):\n    return rnn(x, h)\n\ndef elman_forward(x, h):\n    return step(x, h)\n"
+    assert _reach({**cells, "forward": "def elman_forward(x, h):\n    return x + h\n"}, "elman_forward",
+                  ("forward",), ("torch.nn", ".rnn_tanh_cell")) == {}
+    # reached by name, transitively: elman_forward -> step -> rnn, bound in the experiment cell
+    assert _reach({**cells, "forward": forward}, "elman_forward", ("forward",), ("torch.nn",)) == \
+        {"torch.nn": ["rnn = nn.RNN(3, 4)", "import torch.nn as nn"]}
+
+
+def test_the_reach_follows_the_notebooks_given_helpers_and_aliases():
+    """A helper given in the notebook that calls the student's function is followed (its own code is never
+    reported); an import alias counts where the reached code uses it."""
+    given = {"given 3": "def run_epoch(batch):\n    return my_step(batch).backward()\n"}  # the instructor's
+    cells = {"train": "def train(data):\n    return [run_epoch(b) for b in data]\n",
+             "step": "import torch.nn.functional as F\ndef my_step(b):\n    return F.softplus(b)\n"}
+    assert _reach(cells, "train", ("train",), (".backward", ".softplus", "torch.nn"), given) == \
+        {".softplus": ["my_step"], "torch.nn": ["my_step", "import torch.nn.functional as F"]}
+    # no function named like the part: the part's whole answer cells are its code
+    assert _reach({"a": "w = torch.autograd.grad(y, x)"}, "sgns_gradients", ("a",), AUTOGRAD) == \
+        {"torch.autograd": ["w = torch.autograd.grad(y, x)"]}
+
+
 @pytest.mark.skipif(not __import__("grader.sandbox", fromlist=["x"]).sandbox_available(), reason="needs bubblewrap")
 def test_sandbox_file_system_holds_only_what_the_kernel_needs(tmp_path):
     """Allow-list: Python, the library and the data are there; solutions/, the tests and the shadow
@@ -221,3 +290,44 @@ def test_several_assignments_are_read_from_nbgraders_layout_only(tmp_path):
     assert alone == [("alice", ""), ("bob", "missing"), ("carol", "missing")]
     with pytest.raises(GraderError, match="once"):
         autograde(["backprop", "backprop"], tmp_path, tmp_path / "course")
+
+
+def test_the_reach_starts_from_what_the_hidden_tests_record():
+    """The hidden test's ``record("mlp_logits", lambda ...: mlp_forward(...)[0])`` reaches mlp_forward and what
+    it calls, not the other functions of the same answer cell (mlp_loss_and_grads, and the autograd it uses)."""
+    hidden = ['record("mlp_logits", lambda params, X: mlp_forward(params, X)[0])\nrecord("mlp_grads", mlp_grads)']
+    roots = recorded_names(hidden)
+    assert roots == {"mlp_logits": {"mlp_forward"}, "mlp_grads": {"mlp_grads"}}
+    cell = "def mlp_forward(params, X):\n    return X @ params, None\n\n" \
+           "def mlp_grads(params, X):\n    return torch.autograd.grad(mlp_forward(params, X)[0].sum(), params)\n"
+    code = StudentCode({"mlp-solution": cell})
+    assert forbidden_in_reach(code, "mlp_logits", ("mlp-solution",), AUTOGRAD, roots["mlp_logits"]) == {}
+    assert forbidden_in_reach(code, "mlp_grads", ("mlp-solution",), AUTOGRAD, roots["mlp_grads"]) == \
+        {"torch.autograd": ["mlp_grads"]}
+
+
+def test_tampering_is_flagged_and_an_honest_submission_is_not():
+    """Locked cells edited (not their trailing spaces), points or flags changed, a graded cell deleted, a cell of
+    one's own dressed as graded, a forged ``record``: each named; the answers and cells of one's own are not."""
+    release = _nb(("setup", False, "import torch"), ("answer", True, "raise NotImplementedError()"),
+                  ("f-test", False, "assert f() == 1"))
+    release.cells[2].metadata["nbgrader"] |= {"grade": True, "points": 2}
+    honest = copy.deepcopy(release)
+    honest.cells[0].source += "\n\n"  # an editor's blank lines
+    honest.cells[1].source = "def f():\n    return 1"
+    honest.cells.append(nbformat.v4.new_code_cell("print(f())  # my own"))
+    assert tampering(release, honest) == []
+    bad = copy.deepcopy(honest)
+    bad.cells[0].source = "import torch\nimport builtins"
+    bad.cells[2].metadata["nbgrader"]["points"] = 100
+    bad.cells.append(nbformat.v4.new_code_cell("from nlpcourse.checking import record\nrecord('f', lambda: 1)"))
+    bonus = nbformat.v4.new_code_cell("pass")
+    bonus.metadata["nbgrader"] = {"grade_id": "bonus", "grade": True, "points": 50}
+    bad.cells.append(bonus)
+    flags = tampering(release, bad)
+    assert flags == ["edited the locked cell setup", "changed points of f-test",
+                     "a cell of their own carries nbgrader's grading metadata (bonus)",
+                     "their own code records results or writes the grader's outputs (forging a hidden test)"], flags
+    gone = copy.deepcopy(honest)
+    del gone.cells[2]
+    assert tampering(release, gone) == ["deleted the test cell f-test"]

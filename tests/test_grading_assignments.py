@@ -47,7 +47,7 @@ from grading_support import (
 
 from grader.course import SOLUTIONS, load_assignment, load_bugs, load_reference
 from grader.notebook import nbgrader_meta, skip_reason
-from grader.submissions import standard_submissions, write
+from grader.submissions import OWN_OUTPUT, standard_submissions, with_own_cells, write
 from grader.trial import trained_part
 
 pytestmark = pytest.mark.grading
@@ -96,6 +96,7 @@ def _grade(names: list[str], tmp: Path) -> dict[str, dict]:
     for name in names:
         a = load_assignment(name)
         notebooks = standard_submissions(name)
+        notebooks["solution"] = with_own_cells(name, notebooks["solution"])  # which must cost nothing
         for student, nb in notebooks.items():
             write(nb, subs / student, name, a.notebook)
         students[name] = sorted(notebooks)
@@ -121,6 +122,9 @@ def _grade(names: list[str], tmp: Path) -> dict[str, dict]:
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_solution_gets_full_marks_and_runs_without_error(batches, name):
+    """The solution, with cells of the student's own that use every forbidden name of the assignment (one in
+    a function no graded code calls, one after the last graded cell that would also loop past the cell timeout,
+    which the grader does not run: its outputs are those handed in), gets full marks, graded."""
     course, pts = batches(name)["course"], points(name)
     r = result(course, name, "solution")
     assert r["status"] == "graded", r["message"]
@@ -131,6 +135,9 @@ def test_solution_gets_full_marks_and_runs_without_error(batches, name):
     for cell in executed(course, name, "solution").cells:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, (nbgrader_meta(cell).get("grade_id"), errors)
+    last = executed(course, name, "solution").cells[-1]
+    assert "while True" in last.source and last.get("execution_count") is None
+    assert [o.get("text") for o in last.outputs] == [OWN_OUTPUT + "\n"]
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)

@@ -89,7 +89,16 @@ from grading_support import (
 from grader.course import SOLUTIONS, load_assignment, load_bugs, load_reference
 from grader.export import STATUSES
 from grader.sandbox import SYSTEM_FOLDERS, sandbox_available, visible_folders
-from grader.submissions import add_cell_after, release_notebook, solution_answers, submission, with_bug, write
+from grader.submissions import (
+    OWN_OUTPUT,
+    add_cell_after,
+    release_notebook,
+    solution_answers,
+    submission,
+    with_bug,
+    with_own_cells,
+    write,
+)
 
 pytestmark = pytest.mark.grading
 
@@ -422,6 +431,14 @@ def _tests_edited():
     return nb
 
 
+def own_cells(nb):
+    """The solution with cells of the student's own (grader.submissions.with_own_cells: every forbidden name in
+    a function no graded code calls; after the last cell, a loop that never ends, not run), and in the middle one
+    that runs past the cell timeout. None may cost a point or change the status."""
+    nb = with_own_cells(ASSIGNMENT, nb)
+    return add_cell_after(nb, ACTIVATION, f"import time\ntime.sleep({CELL_TIMEOUT + 5})\n")
+
+
 def _tests_deleted():
     nb = release_notebook(ASSIGNMENT)
     nb.cells = [c for c in nb.cells if not _is_test(c.metadata.get("nbgrader", {}))]
@@ -448,10 +465,12 @@ def build_submissions(folder: Path, marker: Path, url: str, course_dir: Path) ->
         "tests-edited": _tests_edited(),
         "monkeypatch": add_cell_after(blank, "setup", MONKEYPATCH),
         "record-forged": add_cell_after(blank, "setup", RECORD_FORGED),
-        "outputs-forged": add_cell_after(blank, "written-answer", f"MARKER = {str(marker)!r}\n" + OUTPUTS_FORGED),
+        # before the last graded cell: a cell of one's own after it is not run at all
+        "outputs-forged": add_cell_after(blank, "train-run", f"MARKER = {str(marker)!r}\n" + OUTPUTS_FORGED),
         "reader": with_reader(blank, url, folder, course_dir),
         "autograd": submission(ASSIGNMENT, _answers(linear_solution=AUTOGRAD_LINEAR)),
-        "history-printer": add_cell_after(blank, "written-answer", HISTORY_PRINTER),
+        "history-printer": add_cell_after(blank, "train-run", HISTORY_PRINTER),
+        "own-cells": own_cells(solved),
         "state-forger": add_cell_after(blank, "setup", state_forger(marker.parent / "written-through-symlink-")),
     }
     for student, code in WEDGES.items():
@@ -827,12 +846,32 @@ def test_forged_output_files_earn_no_more_than_the_same_values_returned_genuinel
 
 
 def test_autograd_in_an_answer_is_refused(batch):
-    """The static scan of the answer cells (a heuristic) refuses torch.autograd in part 1; the MLP, which
-    calls that linear_backward, is not penalised (its own cell is clean, and its numbers are right)."""
+    """The static scan of the code each part reaches (a heuristic) refuses torch.autograd in linear_backward,
+    and names that function; linear_forward, in the same cell, is clean and keeps its share. The parts whose
+    code calls that linear_backward (the MLP's gradients, the trainer) reach it and lose too; the MLP's logits,
+    which call only linear_forward, do not."""
     r = result(batch, "autograd")
     assert r["status"] == "graded", r["message"]
-    assert cell_scores(batch, "autograd") == full_except(LINEAR)
-    assert "torch.autograd" in r["cells"][LINEAR]["message"] and "does not allow" in r["cells"][LINEAR]["message"]
+    share = {LINEAR: round(POINTS[LINEAR] / 2, 2), MLP: round(POINTS[MLP] / 3, 2)}  # weights 1:1 and 1:2
+    assert cell_scores(batch, "autograd") == {**full_except(LINEAR, MLP, TRAIN), **share}
+    message = r["cells"][LINEAR]["message"]
+    assert "linear_backward: uses torch.autograd (in linear_backward)" in message and "does not allow" in message
+    assert "linear_forward: " in message and "linear_forward: uses" not in message
+    assert "(in linear_backward)" in r["cells"][MLP]["message"] and "mlp_logits: uses" not in r["cells"][MLP]["message"]
+
+
+def test_own_cells_cost_nothing_and_keep_their_outputs(batch):
+    """Cells of the student's own: every forbidden name in a function no graded code calls, a cell that runs
+    past the cell timeout (interrupted; the status stays graded, the message says so), and after the last graded
+    cell one that would loop forever, which is not run: its outputs are those handed in."""
+    r = result(batch, "own-cells")
+    assert r["status"] == "graded", r["message"]
+    assert cell_scores(batch, "own-cells") == POINTS
+    assert "your own cell the one after activation-test ran past" in r["message"], r["message"]
+    assert "timed_out" not in r
+    last = executed_notebook(batch, "own-cells").cells[-1]
+    assert last.get("execution_count") is None and "while True" in last.source
+    assert [o.get("text") for o in last.outputs] == [OWN_OUTPUT + "\n"]
 
 
 def _found(batch) -> dict:
@@ -994,6 +1033,14 @@ def test_export_has_one_row_per_student_folder(batch):
     assert float(by_id["solution"]["score"]) == MAX_AUTOGRADED
     assert by_id["solution"]["needs_manual_grade"] == "True" and by_id["blank"]["needs_manual_grade"] == "False"
     assert by_id["no-notebook"]["status"] == "missing" and by_id["not-json"]["status"] == "invalid"
+    # what the grader ignored is flagged for the instructor (grader.notebook.tampering), and nothing else is
+    edited = by_id["tests-edited"]["flags"]
+    assert "edited the locked cell" in edited and "changed points" in edited, edited
+    assert "deleted the test cells" in by_id["tests-deleted"]["flags"]
+    for forger in ("record-forged", "outputs-forged"):
+        assert "forging a hidden test" in by_id[forger]["flags"], by_id[forger]
+    for honest in ("solution", "blank", "own-cells", "autograd", "renamed"):
+        assert by_id[honest]["flags"] == "", by_id[honest]
 
 
 # ------------------------------------------------------------------ 4. resume after a kill
@@ -1050,11 +1097,11 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     try:
         deadline = time.monotonic() + 300
         # kill it once s1 is recorded and s2 (in flight) has forged the grader's state
-        while not (list(work.glob("*/recorded.json")) and list(work.glob("s2-bug/**/forged.flag"))) \
+        while not (list(work.glob("*/recorded.json")) and list(work.glob("s2-bug*/**/forged.flag"))) \
                 and time.monotonic() < deadline:
             assert proc.poll() is None, f"the batch ended before it could be killed:\n{proc.stdout.read()}"
             time.sleep(0.05)
-        first = [p.parent.name for p in work.glob("*/recorded.json")]
+        first = [p.parent.name.removesuffix("+new") for p in work.glob("*/recorded.json")]
         assert first == ["s1-solution"], first
         workers = _children(proc.pid, b"grader.worker")
         assert workers, "no grading worker was running"
@@ -1103,3 +1150,31 @@ def test_killed_batch_resumes_without_regrading_or_duplicates(tmp_path):
     again = subprocess.run(cmd, env=grader_env(), capture_output=True, text=True, timeout=200, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert not re.search(r"^\S+: (graded|timeout|crashed|invalid|missing) ", again.stdout, re.M), again.stdout
+    _killed_regrade_keeps_the_grades(cmd, course, tmp_path)
+
+
+def _killed_regrade_keeps_the_grades(cmd: list[str], course: Path, tmp_path: Path) -> None:
+    """A regrade (``--force``) killed while s2 is in flight: the results in force stay until new ones replace
+    them, so ``export`` during the interruption lists every student as before, and the rerun gives the same CSV."""
+    def exported(name: str) -> str:
+        subprocess.run([sys.executable, "-m", "grader.cli", "--course-dir", str(course), "export", ASSIGNMENT,
+                        "--csv", str(tmp_path / name)], env=grader_env(), check=True, capture_output=True)
+        return (tmp_path / name).read_text()
+
+    before, work = exported("before.csv"), course / "work" / ASSIGNMENT
+    proc = subprocess.Popen(cmd + ["--force"], env=grader_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(work.glob("s2-bug+new/**/forged.flag")) and time.monotonic() < deadline:
+            assert proc.poll() is None, "the regrade ended before it could be killed"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert exported("during.csv") == before
+    rerun = subprocess.run(cmd + ["--force"], env=grader_env(), capture_output=True, text=True, timeout=400,
+                           cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert exported("after.csv") == before
+    assert sorted(p.name for p in work.iterdir()) == ["s1-solution", "s2-bug", "s3-blank", "s4-nothing"]

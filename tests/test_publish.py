@@ -330,3 +330,42 @@ def test_a_dest_that_is_not_empty_or_inside_the_course_is_refused(small, tmp_pat
         pub.publish(small / "public", repo=small)
     assert main(["publish", str(tmp_path / "full")]) == 2
     assert "exists and is not empty" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ answers under other names
+
+def test_no_graded_answer_is_in_the_copy_under_any_name(public):
+    """Every function of every answer cell, its names replaced (grader.publish.fingerprints), is looked for in
+    every Python file, notebook and page of the copy: none is there (grader/gradcheck.py once held the gradient
+    check's two answers, in the grader's own code, which the line check reads as public by design)."""
+    answers = pub.answer_fingerprints()
+    assert {where.split(":")[0] for where in answers.values()} == \
+        {f"solutions/{a}/{a}.ipynb" for a in assignments()}, "some assignment has no answer to look for"
+    assert pub.find_answers(public.dest, answers) == {}
+
+
+ANSWER = ("def relative_error(a, b):\n    ### BEGIN SOLUTION\n    a, b = a.double(), b.double()\n"
+          "    size = torch.linalg.vector_norm(a) + torch.linalg.vector_norm(b)\n"
+          "    return 0.0 if size == 0 else float(torch.linalg.vector_norm(a - b) / size)\n    ### END SOLUTION")
+RENAMED = ('def distance(x, y):\n    """How far apart two tensors are."""\n    x, y = x.double(), y.double()\n'
+           "    total = torch.linalg.vector_norm(x) + torch.linalg.vector_norm(y)  # both norms\n"
+           "    return 0.0 if total == 0 else float(torch.linalg.vector_norm(x - y) / total)\n")
+
+
+def test_an_answer_renamed_into_the_grader_stops_the_copy(small, tmp_path):
+    """A solution copied into a public file under other names (function, variables, docstring, comments) is
+    found by its tree, where the line check, which reads grader/ as public by design, finds nothing."""
+    source = nbformat.read(str(small / "solutions/a/a.ipynb"), as_version=4)
+    source.cells.append(nbformat.v4.new_code_cell(ANSWER, metadata={"nbgrader": {"solution": True, "grade_id": "b"}}))
+    nbformat.write(source, str(small / "solutions/a/a.ipynb"))
+    git(small, "add", "-A")
+    git(small, "commit", "-qm", "a second answer")
+    assert pub.publish(tmp_path / "clean", repo=small).files == 4
+    (small / "grader").mkdir()
+    (small / "grader" / "helpers.py").write_text("import torch\n\n\n" + RENAMED)
+    git(small, "add", "-A")
+    git(small, "commit", "-qm", "a helper")
+    with pytest.raises(GraderError, match=r"answer of a graded part under other names: grader/helpers\.py: distance "
+                                          r"\(= solutions/a/a\.ipynb: relative_error\)"):
+        pub.publish(tmp_path / "public", repo=small)
+    assert not (tmp_path / "public").exists()

@@ -68,7 +68,8 @@ def values_off(n: int, err: float) -> str:
 CLASS = {
     "ace": ("graded", {}, {}),
     "amy": ("graded", {"linear_forward": (0.5, values_off(3, 0.5)), "mlp_logits": (0.0, values_off(12, 1.5))}, {}),
-    "bob": ("graded", {"linear_forward": (0.0, values_off(5, 0.25))}, {}),
+    "bob": ("graded", {"linear_forward": (0.0, values_off(5, 0.25))},
+            {"flags": ["changed points of linear-test", "edited the locked cell linear-test"]}),
     "cat": ("graded", {"linear_forward": (0.25, values_off(7, 0.125)), "relu_forward": (0.0, HOSTILE)}, {}),
     "dan": ("timeout", {"relu_forward": (0.5, TRACEBACK), "train_review_classifier": (0.0, NOT_RECORDED)},
             {"timed_out": ["train-test (hidden tests)"],
@@ -124,6 +125,8 @@ def result_json(student: str) -> dict:
          "score": round(sum(scores.values()), 2), "max_score": PTS.max_auto}
     if extra.get("timed_out"):
         r["timed_out"] = extra["timed_out"]
+    if extra.get("flags"):
+        r["flags"] = extra["flags"]
     return r
 
 
@@ -420,3 +423,11 @@ def test_the_page_in_chromium_requests_nothing_and_shows_the_histogram(browser, 
         server.shutdown()
         server.server_close()
     assert requested == [] and errors == []
+
+
+def test_a_flagged_submission_is_listed_with_what_it_changed(summary, course, tmp_path):
+    """What a submission changed that the grader ignores (grader.notebook.tampering) is in the report."""
+    assert summary.flagged == [("bob", ["changed points of linear-test", "edited the locked cell linear-test"])]
+    page, _, _ = report(A, course, tmp_path)
+    text = page.read_text()
+    assert 'id="flagged"' in text and "edited the locked cell linear-test" in text
