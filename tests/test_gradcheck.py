@@ -64,10 +64,10 @@ def test_the_cases_separate_central_from_forward_differences(name):
         f = reference.GRADCHECK_FUNCTIONS[fn]
         central = reference.PARTS["numerical_gradient"].reference(*case.args)
         forward = torch.zeros_like(central)
-        for i in range(x.numel()):
+        for k in range(x.numel()):  # forward differences: what the cases must fail
             bump = torch.zeros_like(x)
-            bump.view(-1)[i] = eps
-            forward.view(-1)[i] = (f(x + bump, *fixed) - f(x, *fixed)) / eps
+            bump.view(-1)[k] = eps
+            forward.view(-1)[k] = (f(x + bump, *fixed) - f(x, *fixed)) / eps
         leaf = x.clone().requires_grad_()
         f(leaf, *fixed).backward()
         if compare(central, forward, "output", case.rtol, case.atol).ok:
