@@ -17,12 +17,30 @@ from nbgrader.converters import GenerateFeedback
 from nbgrader.converters.base import NbGraderException
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
-from traitlets import Bool
+from traitlets import Bool, Dict
 
-from .course import REPO, GraderError, load_assignment, nbgrader_config
+from .course import REPO, GraderError, load_assignment, load_reference, nbgrader_config
 from .release import LEAK_MARKERS
 
 MATHJAX = REPO / "node_modules" / "mathjax" / "es5" / "tex-svg-full.js"
+#: The course's feedback template (templates/course_feedback/), which extends nbgrader's own.
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+class CourseGrades(GetGrades):
+    """nbgrader's grades, and for each graded cell what the page calls it (``nbgrader.label``: a test cell by its
+    parts, ``linear-test: linear_forward, linear_backward``) and whether it still waits for a hand grade
+    (``nbgrader.waiting``: then the page says so instead of showing 0 points)."""
+
+    labels = Dict(help="grade_id -> the cell's name on the page").tag(config=True)
+
+    def _get_score(self, cell, resources) -> None:
+        super()._get_score(cell, resources)
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                          self.assignment_id, self.student_id)
+        cell.metadata.nbgrader["waiting"] = bool(grade.needs_manual_grade)
+        gid = cell.metadata["nbgrader"]["grade_id"]
+        cell.metadata.nbgrader["label"] = self.labels.get(gid, gid)
 
 
 class DropHiddenTestCells(Preprocessor):
@@ -76,6 +94,15 @@ def feedback(assignment: str, course_dir: Path) -> list[Path]:
     return written
 
 
+def labels(a) -> dict[str, str]:
+    """grade_id -> what the feedback calls each graded cell: a test cell by the parts it grades; a written
+    answer as the written answer."""
+    parts: dict[str, list[str]] = {}
+    for name, part in load_reference(a).PARTS.items():
+        parts.setdefault(part.test_cell, []).append(name)
+    return {cell: f"{cell}: {', '.join(names)}" for cell, names in parts.items()}
+
+
 def _generate(a, course_dir: Path) -> None:
     """One nbgrader GenerateFeedback run over every student's autograded notebook: its templates are compiled
     once, not once a student. Where it fails for a student, it logs why and goes on with the others."""
@@ -84,7 +111,10 @@ def _generate(a, course_dir: Path) -> None:
     c.CourseDirectory.student_id = "*"
     c.CourseDirectory.notebook_id = a.notebook_id
     c.GenerateFeedback.force = True
-    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, DropHiddenTestCells, CSSHTMLHeaderPreprocessor]
+    c.GenerateFeedback.preprocessors = [CourseGrades, ClearHiddenTests, DropHiddenTestCells, CSSHTMLHeaderPreprocessor]
+    c.CourseGrades.labels = labels(a)
+    c.HTMLExporter.template_name = "course_feedback"
+    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
     c.ClearHiddenTests.enforce_metadata = False
     app = GenerateFeedback(coursedir=CourseDirectory(config=c), config=c)
     app.log.setLevel(logging.ERROR)
@@ -98,7 +128,15 @@ _SCRIPT_SRC = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>'
 _LINK_HREF = re.compile(r'<link[^>]*\bhref="https?://[^"]*"[^>]*>', re.I)
 _MATHJAX_CONFIG = """<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
 displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true}, svg: {fontCache: 'global'}};</script>
-<script src="../../_assets/tex-svg-full.js" async></script>"""
+<script src="../../_assets/tex-svg-full.js" async></script>
+<style>
+/* a verdict or a long line wraps instead of running off the page */
+div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+/* a markdown table gets its rules and its spacing */
+.rendered_html table { border-collapse: collapse; margin: 0.6em 0; }
+.rendered_html th, .rendered_html td { border: 1px solid #bbb; padding: 0.25em 0.6em; }
+.rendered_html tr:nth-child(even) { background: #f6f6f6; }
+</style>"""
 
 
 def _make_offline(html: Path) -> None:

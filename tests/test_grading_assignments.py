@@ -288,3 +288,38 @@ def test_feedback_for_every_student_leaks_nothing(batches, name):
         assert not leaks(path, HIDDEN_LINES), student
         assert "cases passed" in path.read_text() or "NotImplementedError" in path.read_text(), student
     assert not leaks(files["blank"], SOLUTION_LINES | HIDDEN_LINES)
+
+
+def test_a_feedback_page_reads_well_in_chromium(batches, browser):
+    """One feedback page (a planted bug's, on word2vec) as the student opens it in Chromium: each graded cell
+    named in the list at the top (a test cell by its parts, never "Test cell" nine times), the written answer
+    said to wait for its hand grade rather than shown as 0 points, no verdict line running off the page, the
+    markdown tables ruled. The page asks for nothing on the network."""
+    name = "word2vec" if "word2vec" in ASSIGNMENTS else ASSIGNMENTS[0]
+    batch = batches(name)
+    path = feedback_files(batch["course"], name)["bug-00"]
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    remote = []
+    page.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        toc = page.locator("#toc li").all_inner_texts()
+        parts = load_reference(load_assignment(name)).PARTS
+        for cell in points(name).auto:
+            names = [p for p, part in parts.items() if part.test_cell == cell]
+            assert any(t.startswith(f"{cell}: {', '.join(names)}: ") for t in toc), (cell, toc)
+        for cell in points(name).manual:
+            assert any(t.startswith(cell) and "waits for hand grading" in t for t in toc), (cell, toc)
+        assert not any("Test cell" in t for t in toc), toc
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the page is {overflow} px wider than the window: a line runs off it"
+        wraps = page.evaluate("[...document.querySelectorAll('div.output_area pre')].map(p => "
+                              "getComputedStyle(p).whiteSpace)")
+        assert wraps and set(wraps) == {"pre-wrap"}, set(wraps)
+        ruled = page.evaluate("[...document.querySelectorAll('.rendered_html td')].map(td => "
+                              "getComputedStyle(td).borderTopStyle)")
+        assert ruled and set(ruled) == {"solid"}, set(ruled)
+    finally:
+        page.close()
+    assert not remote, remote
