@@ -472,3 +472,39 @@ def tampering(release: NotebookNode, student: NotebookNode) -> list[str]:
     if any(ch[-1] == "record" for ch in name_chains(code)) or any(name in code for name in _RECORDING):
         flags.append("their own code records results or writes the grader's outputs (forging a hidden test)")
     return flags
+
+
+def copied_from_library(code: StudentCode, library: dict[str, str]) -> list[str]:
+    """The student's functions that are a function of the course library under other names (``library``:
+    :func:`library_fingerprints`): a flag for the instructor, since the forbidden-name check stops a call to the
+    library, not a copy of it (``train_step copies nlpcourse.models.bert.mlm_corrupt``)."""
+    from .publish import fingerprints
+
+    found = []
+    for statements in code.cells.values():
+        for _, seg, _ in statements:
+            if seg in code.given:
+                continue
+            for fp, name in fingerprints(seg).items():
+                if fp in library:
+                    found.append(f"{name} copies {library[fp]}")
+    return sorted(set(found))
+
+
+def library_fingerprints() -> dict[str, str]:
+    """``{fingerprint: "nlpcourse.module.function"}`` of every function of the course library (nlpcourse/), read
+    once a process."""
+    global _LIBRARY
+    if _LIBRARY is None:
+        from .publish import fingerprints
+
+        root = Path(__file__).resolve().parents[1] / "nlpcourse"
+        _LIBRARY = {}
+        for path in sorted(root.rglob("*.py")):
+            module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+            for fp, name in fingerprints(path.read_text(encoding="utf-8")).items():
+                _LIBRARY.setdefault(fp, f"{module.removesuffix('.__init__')}.{name}")
+    return _LIBRARY
+
+
+_LIBRARY: dict[str, str] | None = None

@@ -35,10 +35,12 @@ from .notebook import (
     InvalidSubmission,
     StudentCode,
     cell_timeout,
+    copied_from_library,
     forbidden_in_reach,
     is_autograded_test,
     is_solution,
     is_student_added,
+    library_fingerprints,
     merge,
     nbgrader_meta,
     not_run,
@@ -164,6 +166,13 @@ def student_code(merged_nb) -> StudentCode:
         elif not is_autograded_test(c):
             given[f"given {i}"] = c.source
     return StudentCode(answers, given)
+
+
+def submission_flags(release, student, merged) -> list[str]:
+    """What the instructor should look at, though it changed no score: tampering with the notebook
+    (:func:`~grader.notebook.tampering`) and functions copied from the course library under other names
+    (:func:`~grader.notebook.copied_from_library`)."""
+    return tampering(release, student) + copied_from_library(student_code(merged), library_fingerprints())
 
 
 def forbidden_message(banned: dict[str, list[str]]) -> str:
@@ -307,7 +316,7 @@ def finalize(job: Job, status: str, message: str) -> dict:
         try:
             release, student = nbformat.read(str(a.release), as_version=4), read_submission(Path(job.submission))
             merged, _ = merge(source, release, student)
-            flags = tampering(release, student)
+            flags = submission_flags(release, student, merged)
         except InvalidSubmission:
             pass
     scores = grade_cells(a, reference, source, merged, workdir / "kernel", job.seed)
@@ -468,7 +477,7 @@ def run(job: Job) -> dict:
         return write_result(workdir, job, "invalid", str(exc), zero_scores(a))
     source, release = nbformat.read(str(a.source), as_version=4), nbformat.read(str(a.release), as_version=4)
     merged, report = merge(source, release, student)
-    flags = tampering(release, student)
+    flags = submission_flags(release, student, merged)
     cases = make_cases(reference, job.seed)
     save_cases(kdir / "inputs", cases)
     for path in [*(kdir / "inputs").iterdir(), kdir / "inputs"]:

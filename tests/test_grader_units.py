@@ -331,3 +331,20 @@ def test_tampering_is_flagged_and_an_honest_submission_is_not():
     gone = copy.deepcopy(honest)
     del gone.cells[2]
     assert tampering(release, gone) == ["deleted the test cell f-test"]
+
+
+def test_a_function_copied_from_the_library_under_other_names_is_flagged():
+    """The forbidden-name check stops a call to the library; a copy of it, renamed, is flagged for the
+    instructor (pretraining's mask_tokens is the course's mlm_corrupt: the chapter shows it)."""
+    import inspect
+    import re
+
+    import nlpcourse.models.bert as bert
+    from grader.notebook import copied_from_library, library_fingerprints
+
+    source = re.sub(r"\bids\b", "tokens", inspect.getsource(bert.mlm_corrupt)).replace("def mlm_corrupt",
+                                                                                       "def mask_tokens")
+    assert copied_from_library(StudentCode({"mask-solution": source}), library_fingerprints()) == \
+        ["mask_tokens copies nlpcourse.models.bert.mlm_corrupt"]
+    own = "def mask_tokens(ids, vocab, rate=0.15, generator=None):\n    return ids.clone(), ids.clone()\n"
+    assert copied_from_library(StudentCode({"mask-solution": own}), library_fingerprints()) == []
