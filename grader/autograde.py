@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -291,7 +291,7 @@ def plan(a: Assignment, sub: Submission, course_dir: Path, limits: Limits, hide:
     if sub.status_hint:  # invalid or missing: nothing to run
         from .worker import write_result, zero_scores
 
-        write_result(stage, job, sub.status_hint, sub.note, zero_scores(a))
+        write_result(stage, replace(job, note=""), sub.status_hint, sub.note, zero_scores(a))  # the note once
         return job, stage, None
     (stage / "submitted").mkdir()
     copy = stage / "submitted" / a.notebook
