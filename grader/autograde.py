@@ -41,7 +41,17 @@ from nbgrader.preprocessors import (
 )
 
 from .collect import COLLECT_NOTE
-from .course import REPO, SOLUTIONS, Assignment, GraderError, load_assignment, nbgrader_config, safe_id
+from .course import (
+    COURSE_ID,
+    REPO,
+    SOLUTIONS,
+    Assignment,
+    GraderError,
+    load_assignment,
+    load_reference,
+    nbgrader_config,
+    safe_id,
+)
 from .worker import Job, finalize
 
 log = logging.getLogger("grader")
@@ -220,6 +230,16 @@ def record_in_gradebook(a: Assignment, course_dir: Path, student: str, executed:
     app.start()
 
 
+def mark_not_graded(course_dir: Path, a: Assignment, student: str, cells: set[str]) -> None:
+    """Leave the autograded ``cells`` without a score in the gradebook (a run of other parts had none to keep
+    for them): no automatic score, flagged as needing a grade, never 0 points in silence."""
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", COURSE_ID) as gb:
+        for cell in sorted(cells):
+            grade = gb.find_grade(cell, a.notebook_id, a.name, student)
+            grade.auto_score, grade.needs_manual_grade = None, True
+        gb.db.commit()
+
+
 def gradebook_scores(course_dir: Path, a: Assignment, student: str) -> dict[str, float] | None:
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "neural-nlp") as gb:
         try:
@@ -264,24 +284,35 @@ def _read_json(path: Path) -> dict:
 
 
 def plan(a: Assignment, sub: Submission, course_dir: Path, limits: Limits, hide: list[str],
-         force: bool) -> tuple[Job, Path, dict | None]:
+         force: bool, parts: list[str] | None = None) -> tuple[Job, Path, dict | None]:
     """Decide what to do with one student's folder: ``(job, workdir, result)``, where ``result`` is the
     earlier run's when it is already in the gradebook (nothing to do), and None when the job is pending
-    (scored but not recorded yet, or to grade now: its work folder is then made afresh)."""
+    (scored but not recorded yet, or to grade now: its work folder is then made afresh). ``parts``: grade
+    those only (every student is graded again), keeping the other cells' scores of the grading in force when it
+    graded the same notebook."""
     wd = live_folder(course_dir / "work" / a.name, sub.student, restore=True)
     stage = wd.with_name(sub.student + STAGED)
     digest = _sha256(sub.notebook)
     job = Job(a.name, sub.student, str(sub.notebook) if sub.notebook else None, str(stage),
               _seed(course_dir, a.name, sub.student), cell_timeout=limits.cell_timeout,
               interrupt_grace=limits.interrupt_grace, memory_bytes=int(limits.memory_gib * 2**30), hide=hide,
-              note=sub.note)
-    if not force and (wd / "recorded.json").exists() and _read_json(wd / "recorded.json").get("sha256") == digest:
+              note=sub.note, parts=parts)
+    same = (wd / "recorded.json").exists() and _read_json(wd / "recorded.json").get("sha256") == digest
+    unfinished = _not_graded_parts(a, wd) if same and not force and parts is None else []
+    if unfinished:  # recorded by a run of other parts, with cells it had no score for: those are graded now
+        job.parts = parts = unfinished
+    elif not force and parts is None and same:
         shutil.rmtree(stage, ignore_errors=True)  # a regrade stopped before its end: the result in force stays
         return job, wd, _read_json(wd / "result.json")  # graded and recorded by an earlier run
+    if parts is not None:
+        job.kept_from = str(wd) if same else None
+        job.kept_why = "" if same else "the notebook differs from the one graded before" \
+            if (wd / "recorded.json").exists() else "no earlier grading of this notebook to keep it from"
     for earlier in (stage, wd):  # scored by an earlier run, not yet recorded (wd: a run before the staging)
         scored = (earlier / "result.json").exists() and not (earlier / "recorded.json").exists()
         if not force and scored and (earlier / "job.json").exists() \
-                and _read_json(earlier / "job.json").get("digest") == digest:
+                and _read_json(earlier / "job.json").get("digest") == digest \
+                and _read_json(earlier / "job.json").get("parts") == parts:
             job.workdir = str(earlier)
             return job, earlier, None
     # Graded afresh in the staging folder: the result in force (wd) stays until record() replaces it.
@@ -301,6 +332,12 @@ def plan(a: Assignment, sub: Submission, course_dir: Path, limits: Limits, hide:
     tmp.write_text(json.dumps({**asdict(job), "digest": digest}, indent=1))
     tmp.replace(stage / "job.json")
     return job, stage, None
+
+
+def _not_graded_parts(a: Assignment, wd: Path) -> list[str]:
+    """The parts of the cells that the recorded result in ``wd`` holds no score for (``not_graded``)."""
+    cells = set(_read_json(wd / "result.json").get("not_graded") or [])
+    return [name for name, part in load_reference(a).PARTS.items() if part.test_cell in cells]
 
 
 #: Suffixes of a student's work folder while it is regraded (``+new``: the new grading, ``+old``: the result it
@@ -364,15 +401,41 @@ class WorkerPool:
                 shutil.rmtree(root, ignore_errors=True)
 
 
+def resolve_parts(assignments: Sequence[Assignment], requested: Sequence[str]) -> dict[str, list[str]]:
+    """assignment -> the parts that ``--parts`` grades: each part named (``part``, in every assignment that has
+    one of that name, or ``assignment:part``), with the other parts graded in its test cell (a cell is scored
+    whole), in the assignment's order. A name that is no part, or an assignment given none, is a
+    :class:`GraderError` that lists the parts there are."""
+    every = {a.name: load_reference(a).PARTS for a in assignments}
+    named: dict[str, set[str]] = {a: set() for a in every}
+    for item in (p.strip() for p in requested):
+        where, _, name = item.rpartition(":")
+        if where and where not in every:
+            raise GraderError(f"--parts {item}: {where} is not among the assignments graded ({', '.join(every)})")
+        hits = [a for a in ([where] if where else every) if name in every[a]]
+        if not hits:
+            known = "; ".join(f"{a}: {', '.join(every[a])}" for a in ([where] if where else every))
+            raise GraderError(f"--parts {item}: no such part ({known})")
+        for a in hits:
+            named[a].add(every[a][name].test_cell)
+    for a, cells in named.items():
+        if not cells:
+            raise GraderError(f"--parts names no part of {a} (its parts: {', '.join(every[a])}); name "
+                              f"{a}:<part>, or grade {a} in a run of its own")
+    return {a: [n for n, part in every[a].items() if part.test_cell in named[a]] for a in every}
+
+
 def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Path, limits: Limits | None = None,
-              force: bool = False, progress: Callable[[str, dict], None] | None = None) -> list[dict]:
+              force: bool = False, progress: Callable[[str, dict], None] | None = None,
+              parts: Sequence[str] | None = None) -> list[dict]:
     """Grade every submission in ``submissions``; return one result per student (also written to disk).
 
     ``assignment`` may name several assignments: their submissions (nbgrader's layout,
     ``submissions/<student>/<assignment>/<notebook>``) then form one queue on one pool of workers, so that
     every worker stays busy until the last submission of the last assignment, and the results come back in
     the order of the names. ``progress`` gets ``<student>`` (``<assignment>/<student>`` for several) and
-    the result as each submission is done.
+    the result as each submission is done. ``parts`` (:func:`resolve_parts`): grade only those parts, for every
+    student, keeping every other cell's score of the grading in force, or recording it as not graded.
 
     The steps: check that each assignment is ready (:func:`check_ready`), find its student folders
     (:func:`find_submissions`), decide for each what is left to do (:func:`plan`), then grade what is
@@ -389,10 +452,12 @@ def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Pa
     results: dict[tuple[str, str], dict] = {}
     pending: list[tuple[Assignment, Job, Path]] = []
     order: list[tuple[str, str]] = []
-    for a in map(load_assignment, names):
+    loaded = [load_assignment(n) for n in names]
+    chosen = resolve_parts(loaded, parts) if parts is not None else {}
+    for a in loaded:
         check_ready(a, course_dir)
         for sub in find_submissions(a, submissions.resolve(), nested_only=several):
-            job, wd, done = plan(a, sub, course_dir, limits, hide, force)
+            job, wd, done = plan(a, sub, course_dir, limits, hide, force, chosen.get(a.name))
             order.append((a.name, sub.student))
             if done is not None:
                 results[a.name, sub.student] = done
@@ -412,9 +477,15 @@ def record(a: Assignment, course_dir: Path, job: Job, wd: Path, result: dict) ->
     student done (``recorded.json``, with the digest of what was graded)."""
     if result.get("executed") and (wd / "executed.ipynb").exists():
         record_in_gradebook(a, course_dir, job.student, wd / "executed.ipynb")
+        not_graded = set(result.get("not_graded") or [])
+        if not_graded:
+            mark_not_graded(course_dir, a, job.student, not_graded)
         recorded = gradebook_scores(course_dir, a, job.student) or {}
         for cell, s in result["cells"].items():
-            if abs(recorded.get(cell, -1) - s["score"]) > 1e-6:
+            if cell in not_graded:
+                if cell in recorded:
+                    raise GraderError(f"gradebook holds a score for {job.student}/{cell}, which was not graded")
+            elif abs(recorded.get(cell, -1) - s["score"]) > 1e-6:
                 raise GraderError(f"gradebook disagrees for {job.student}/{cell}: "
                                   f"{recorded.get(cell)} != {s['score']}")
     tmp = wd / "recorded.json.tmp"

@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--interrupt-grace", type=float, default=10.0,
                    help="seconds an interrupted cell has to stop before its kernel is stopped (default 10)")
     g.add_argument("--force", action="store_true", help="grade again what an earlier run already graded")
+    g.add_argument("--parts", metavar="P[,P...]", type=lambda v: [p for p in v.split(",") if p.strip()],
+                   help="grade only these parts (PART or ASSIGNMENT:PART; a part's whole test cell), for every "
+                        "student; every other cell keeps the score of the grading in force, or is recorded as not "
+                        "graded where there is none")
     f = sub.add_parser("feedback", parents=[common], help="write one HTML feedback file per student")
     f.add_argument("assignment")
     e = sub.add_parser("export", parents=[common], help="write the grades as CSV")
@@ -112,7 +116,15 @@ def main(argv: list[str] | None = None) -> int:
 
             limits = Limits(args.workers, args.cell_timeout, args.notebook_timeout, args.memory_gib,
                             args.interrupt_grace)
-            results = autograde(args.assignment, args.submissions, course_dir, limits, args.force, progress=show)
+            if args.parts is not None:
+                from .autograde import resolve_parts
+                from .course import load_assignment
+
+                for name, chosen in resolve_parts([load_assignment(n) for n in args.assignment], args.parts).items():
+                    print(f"{name}: grading the parts {', '.join(chosen)}; the other cells keep their scores",
+                          flush=True)
+            results = autograde(args.assignment, args.submissions, course_dir, limits, args.force, progress=show,
+                                parts=args.parts)
             print(f"{len(results)} submissions graded; results in {course_dir}")
         elif args.command == "feedback":
             from .feedback import feedback

@@ -78,6 +78,14 @@ def not_run(cell: NotebookNode) -> bool:
     return isinstance(meta, dict) and bool(meta.get("student_added")) and bool(meta.get("not_run"))
 
 
+def left_out(cell: NotebookNode) -> bool:
+    """Whether this test cell, or the cell of its hidden tests, belongs to a part that this run does not grade
+    (``grader autograde --parts``): it is not run, and its score is kept from the earlier grading (set by the
+    worker on the merged notebook's test cells only: a student's metadata never reaches them)."""
+    meta = cell.get("metadata", {}).get("grader", {})
+    return isinstance(meta, dict) and not meta.get("student_added") and bool(meta.get("left_out"))
+
+
 def _graded(cell: NotebookNode) -> bool:
     """A cell whose run decides points: an autograded test, its hidden tests, or a code answer cell."""
     hidden = cell.get("metadata", {}).get("grader", {}).get("hidden_of")

@@ -68,6 +68,7 @@ class Submission:
     timed_out: list[str] = field(default_factory=list)  # cells that ran past their limit (when stored)
     waiting: list[str] = field(default_factory=list)  # grades (grade_id) that wait for a manual grade
     flags: list[str] = field(default_factory=list)  # what it changed that the grader ignored (notebook.tampering)
+    not_graded: list[str] = field(default_factory=list)  # test cells without a score (autograde --parts)
 
 
 @dataclass
@@ -152,14 +153,16 @@ def load(assignment: str, course_dir: Path) -> ClassResults:
         raise GraderError(f"nothing graded for {a.name} in {course_dir} yet (no recorded result): "
                           "run `grader autograde` first")
     parts = {name: part.test_cell for name, part in load_reference(a).PARTS.items()}
-    waiting = _waiting(course_dir, a, [row["student_id"] for row in found])
+    waiting = _waiting(course_dir, a, [row["student_id"] for row in found])  # hand grading, and cells not graded
     subs = []
     for row in found:
         folder = live_folder(course_dir / "work" / a.name, row["student_id"])
         result = json.loads((folder / "result.json").read_text()) if (folder / "result.json").exists() else {}
+        not_graded = [str(c) for c in result.get("not_graded") or []]
         subs.append(Submission(row["student_id"], row["status"], float(row["score"]), str(row["message"]),
                                part_outcomes(result, parts), [str(c) for c in result.get("timed_out") or []],
-                               waiting.get(row["student_id"], []), [str(f) for f in result.get("flags") or []]))
+                               [g for g in waiting.get(row["student_id"], []) if g not in not_graded],
+                               [str(f) for f in result.get("flags") or []], not_graded))
     return ClassResults(a.name, parts, float(found[0]["max_score"]), subs)
 
 
@@ -250,6 +253,7 @@ class Summary:
     waiting: dict[str, int]  # grade_id -> students whose answer waits for a manual grade
     waiting_students: int
     flagged: list[tuple[str, list[str]]] = field(default_factory=list)  # (student, flags): locked cells edited...
+    not_graded: dict[str, int] = field(default_factory=dict)  # test cell -> students without a score for it
 
 
 def histogram(scores: list[float], max_score: float, bins: int = BINS) -> tuple[list[float], list[int]]:
@@ -282,7 +286,7 @@ def summarize(results: ClassResults, top: int = TOP_FAILURES) -> Summary:
         failures, other = _rank([clean_message(o.failure) or "(no message)" for o in got if not o.passed], top)
         rows.append(PartRow(name, cell, len(got), sum(o.passed for o in got),
                             statistics.fmean(o.fraction for o in got) if got else 0.0, failures, other))
-    rows.sort(key=lambda r: (r.pass_rate, r.mean_fraction, order[r.part]))
+    rows.sort(key=lambda r: (not r.judged, r.pass_rate, r.mean_fraction, order[r.part]))  # unjudged: no rate, last
     edges, ran_counts = histogram([s.score for s in ran], results.max_score)
     _, not_run_counts = histogram([s.score for s in subs if s.status not in RAN], results.max_score)
     timeouts: dict[str, tuple[str, list[str]]] = {}  # the message's shape -> (a message, students)
@@ -307,7 +311,8 @@ def summarize(results: ClassResults, top: int = TOP_FAILURES) -> Summary:
         sorted(crashes.values(), key=lambda kv: (-len(kv[1]), kv[0])),
         [(s.student, s.status, clean_message(s.message) or s.status) for s in subs if s.status not in RAN],
         dict(sorted(waiting.items())), sum(bool(s.waiting) for s in subs),
-        [(s.student, [clean_message(f) for f in s.flags]) for s in subs if s.flags])
+        [(s.student, [clean_message(f) for f in s.flags]) for s in subs if s.flags],
+        dict(sorted(Counter(c for s in subs for c in s.not_graded).items())))
 
 
 # ------------------------------------------------------------------ the page and the CSV
@@ -425,6 +430,12 @@ def render_html(summary: Summary, png: bytes | None = None) -> str:
                    '</p><table class="problems"><thead><tr><th>student</th><th>what</th></tr></thead><tbody>')
         out += [f'<tr><td>{_e(who)}</td><td class="msg">{_e("; ".join(flags))}</td></tr>' for who, flags in s.flagged]
         out.append("</tbody></table>")
+    if s.not_graded:
+        out.append('<h3 id="not-graded">Not graded yet</h3><p>A run of other parts (<code>grader autograde '
+                   "--parts</code>) had no earlier score to keep for these cells: they count no points until a run "
+                   "grades them (the next plain <code>grader autograde</code> does).</p><ul>")
+        out += [f"<li><code>{_e(c)}</code>: {n} students</li>" for c, n in s.not_graded.items()]
+        out.append("</ul>")
     out.append("<h2>Manual grading</h2>")
     total = sum(s.waiting.values())
     if total:

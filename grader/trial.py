@@ -140,7 +140,7 @@ def recipe_verdicts(reference, name: str, trainer: Callable, steps_at: int = -1,
 def _seed_cases(reference, name: str, seeds: list[int]):
     """(seed, case) for each student seed and each case of part ``name`` the grader draws from that seed."""
     for seed in seeds:
-        for case in make_cases(_Only(reference, name), seed)[name]:
+        for case in make_cases(reference, seed, [name])[name]:
             yield seed, case
 
 
@@ -148,13 +148,6 @@ def _add(rows: list[dict], report: Callable[[dict], None] | None, row: dict) -> 
     rows.append(row)
     if report:
         report(row)
-
-
-class _Only:
-    """A reference module seen with one part only (make_cases then draws that part's cases alone)."""
-
-    def __init__(self, reference, name: str):
-        self.PARTS = {name: reference.PARTS[name]}
 
 
 def summary(rows: list[dict]) -> dict:

@@ -40,6 +40,7 @@ from .notebook import (
     is_autograded_test,
     is_solution,
     is_student_added,
+    left_out,
     library_fingerprints,
     merge,
     nbgrader_meta,
@@ -70,6 +71,11 @@ class Job:
     memory_bytes: int = 4 * 2**30  # data-memory limit of the kernel (RLIMIT_DATA)
     hide: list[str] = field(default_factory=list)  # folders the kernel must not see
     note: str = ""  # remark carried into the message (e.g. "notebook was renamed from x.ipynb")
+    #: the parts to grade (``grader autograde --parts``), whole test cells: None grades every part. The other test
+    #: cells (visible and hidden tests) are not run and their cases not drawn: their scores are kept from ``kept_from``
+    parts: list[str] | None = None
+    kept_from: str | None = None  # work folder of the grading in force of this same notebook, or None: none to keep
+    kept_why: str = ""  # why nothing is kept, for the message (``kept_from`` None under ``parts``)
 
     @classmethod
     def load(cls, path: Path) -> Job:
@@ -116,11 +122,16 @@ def _load_recording(path: Path) -> tuple[list[dict] | None, str]:
 
 
 def grade_cells(assignment: Assignment, reference, source_nb, merged_nb, workdir: Path,
-                seed: int, cases: dict[str, list[Case]] | None = None) -> dict[str, CellScore]:
-    """Score every autograded test cell from the recordings in ``workdir/outputs``."""
-    cases = cases if cases is not None else make_cases(reference, seed)
+                seed: int, cases: dict[str, list[Case]] | None = None,
+                cells: set[str] | None = None) -> dict[str, CellScore]:
+    """Score every autograded test cell (those of ``cells`` only, if given) from the recordings in
+    ``workdir/outputs``."""
     points = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0))
               for c in source_nb.cells if is_autograded_test(c)}
+    if cells is not None:
+        points = {cell: p for cell, p in points.items() if cell in cells}
+    if cases is None:
+        cases = make_cases(reference, seed, [n for n, part in reference.PARTS.items() if part.test_cell in points])
     code = student_code(merged_nb)
     roots = recorded_names([c.source for c in merged_nb.cells if cell_kind(c) == "hidden"])
     parts_by_cell: dict[str, list[tuple[str, Any]]] = {}
@@ -193,21 +204,24 @@ def annotate(merged_nb, scores: dict[str, CellScore]) -> None:
     for cell in merged_nb.cells:
         if not is_autograded_test(cell):
             continue
-        gid = nbgrader_meta(cell)["grade_id"]
-        s = scores.get(gid)
-        if s is None:
-            continue
-        visible = [f"Visible test: {_clean(o.get('ename', 'Error'))}: {_clean(o.get('evalue', ''))}"
-                   for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        text = "\n".join(visible + [f"Hidden tests ({s.score:g}/{s.max_score:g} points):", s.message]) + "\n"
-        outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
-        if s.score > 0:
-            outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(s.score))},
-                                                  execution_count=cell.get("execution_count")))
-        else:
-            outputs.append(nbformat.v4.new_output("error", ename="HiddenTestsFailed",
-                                                  evalue="no hidden test passed", traceback=[]))
-        cell.outputs = outputs
+        s = scores.get(nbgrader_meta(cell)["grade_id"])
+        if s is not None:
+            annotate_one(cell, s)
+
+
+def annotate_one(cell, s: CellScore) -> None:
+    """One test cell's outputs: its visible tests' errors, then the verdict and the score."""
+    visible = [f"Visible test: {_clean(o.get('ename', 'Error'))}: {_clean(o.get('evalue', ''))}"
+               for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    text = "\n".join(visible + [f"Hidden tests ({s.score:g}/{s.max_score:g} points):", s.message]) + "\n"
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    if s.score > 0:
+        outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(s.score))},
+                                              execution_count=cell.get("execution_count")))
+    else:
+        outputs.append(nbformat.v4.new_output("error", ename="HiddenTestsFailed",
+                                              evalue="no hidden test passed", traceback=[]))
+    cell.outputs = outputs
 
 
 class _Client(NotebookClient):
@@ -233,8 +247,10 @@ class _Client(NotebookClient):
         self.cell_seconds, self.kernel_seconds, self._started = {}, 0.0, time.monotonic()
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
-        if skip_reason(cell) or not_run(cell):  # a source cell the grader does not run (its outputs say why), or
-            return cell  # a cell of the student's own after the last graded cell (its outputs are the student's)
+        if skip_reason(cell) or not_run(cell) or left_out(cell):  # a source cell the grader does not run (its
+            # outputs say why), a cell of the student's own after the last graded cell (its outputs are the
+            # student's), or a test cell of a part that this run does not grade (autograde --parts)
+            return cell
         if not self.cell_seconds and not self.kernel_seconds:
             self.kernel_seconds = time.monotonic() - self._started
         self._running = cell_index
@@ -272,11 +288,13 @@ class _Client(NotebookClient):
 
 def write_result(workdir: Path, job: Job, status: str, message: str, scores: dict[str, CellScore],
                  executed=None, seconds: float | None = None, timing: dict[str, float] | None = None,
-                 timed_out: list[str] | None = None, flags: list[str] | None = None) -> dict:
+                 timed_out: list[str] | None = None, flags: list[str] | None = None,
+                 by_part: dict | None = None) -> dict:
     """Write ``executed.ipynb`` then ``result.json``, each atomically (result last: it marks completion).
     ``timed_out``: the cells that ran past their time limit, for ``grader report`` (absent when none did, and
     from results written before it). ``flags``: what the submission changed that the grader ignored
-    (:func:`~grader.notebook.tampering`; absent when nothing)."""
+    (:func:`~grader.notebook.tampering`; absent when nothing). ``by_part``: a run of some parts only
+    (:class:`ByPart`), whose ``parts``, ``kept`` and ``not_graded`` cells the result lists (absent in a full run)."""
     if executed is not None:
         tmp = workdir / "executed.ipynb.tmp"
         nbformat.write(executed, str(tmp))
@@ -297,6 +315,8 @@ def write_result(workdir: Path, job: Job, status: str, message: str, scores: dic
         result["timed_out"] = timed_out
     if flags:
         result["flags"] = flags
+    if by_part is not None:
+        result.update(by_part)
     tmp = workdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(workdir / "result.json")
@@ -319,9 +339,12 @@ def finalize(job: Job, status: str, message: str) -> dict:
             flags = submission_flags(release, student, merged)
         except InvalidSubmission:
             pass
-    scores = grade_cells(a, reference, source, merged, workdir / "kernel", job.seed)
+    graded = graded_cells(reference, job.parts)
+    scores = grade_cells(a, reference, source, merged, workdir / "kernel", job.seed, cells=graded)
     annotate(merged, scores)
-    return write_result(workdir, job, status, message, scores, merged, flags=flags)
+    scores, by_part, note = keep_the_others(job, source, merged, scores, graded)
+    return write_result(workdir, job, status, "; ".join(filter(None, [message, note])), scores, merged, flags=flags,
+                        by_part=by_part)
 
 
 def zero_scores(a: Assignment) -> dict[str, CellScore]:
@@ -450,9 +473,10 @@ def _timeout_status(merged, job: Job, client: _Client, status: str, message: str
     return status, message
 
 
-def _summary(scores: dict[str, CellScore], message: str, report: dict) -> str:
-    """The result's message: points, then what went wrong and what was noticed."""
-    details = [message] if message else []
+def _summary(scores: dict[str, CellScore], message: str, report: dict, note: str = "") -> str:
+    """The result's message: points, then what went wrong and what was noticed (``note``: what a run of some
+    parts only graded, kept and left ungraded)."""
+    details = [d for d in (message, note) if d]
     if report["missing"]:
         details.append(f"answer cells missing from the submission: {', '.join(report['missing'])}")
     if not sandbox_available():
@@ -478,18 +502,96 @@ def run(job: Job) -> dict:
     source, release = nbformat.read(str(a.source), as_version=4), nbformat.read(str(a.release), as_version=4)
     merged, report = merge(source, release, student)
     flags = submission_flags(release, student, merged)
-    cases = make_cases(reference, job.seed)
+    graded = graded_cells(reference, job.parts)
+    cases = make_cases(reference, job.seed, None if graded is None else job.parts)
     save_cases(kdir / "inputs", cases)
+    if graded is not None:
+        leave_out(merged, graded)
     for path in [*(kdir / "inputs").iterdir(), kdir / "inputs"]:
         os.chmod(path, 0o555 if path.is_dir() else 0o444)
     prepared = time.monotonic()
     status, message, timing, timed_out = execute(merged, job, kdir)
     ran = time.monotonic()
-    scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases)
+    scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases, graded)
     annotate(merged, scores)
+    scores, by_part, note = keep_the_others(job, source, merged, scores, graded)
     timing.update(prepare=prepared - started, judge=time.monotonic() - ran)
-    return write_result(workdir, job, status, _summary(scores, message, report), scores, merged,
-                        seconds=time.monotonic() - started, timing=timing, timed_out=timed_out, flags=flags)
+    return write_result(workdir, job, status, _summary(scores, message, report, note), scores, merged,
+                        seconds=time.monotonic() - started, timing=timing, timed_out=timed_out, flags=flags,
+                        by_part=by_part)
+
+
+# ------------------------------------------------------------------ a run of some parts only (autograde --parts)
+
+
+def graded_cells(reference, parts: list[str] | None) -> set[str] | None:
+    """The test cells that a run grades: those of ``parts`` (None: every cell)."""
+    return None if parts is None else {reference.PARTS[p].test_cell for p in parts}
+
+
+def leave_out(merged, graded: set[str]) -> None:
+    """Mark every test cell not in ``graded``, and the cell of its hidden tests, not to be run (:func:`left_out`)."""
+    for cell in merged.cells:
+        meta = cell.get("metadata", {}).get("grader", {})
+        gid = meta.get("hidden_of") if isinstance(meta, dict) and meta.get("hidden_of") else \
+            nbgrader_meta(cell).get("grade_id") if is_autograded_test(cell) else None
+        if gid is not None and gid not in graded:
+            cell.metadata.setdefault("grader", {})["left_out"] = True
+            cell.outputs, cell.execution_count = [], None
+
+
+def _earlier(folder: str | None) -> tuple[dict, dict[str, list]]:
+    """The result in force in ``folder`` and the outputs of each test cell of its executed notebook."""
+    if not folder:
+        return {}, {}
+    try:
+        earlier = json.loads((Path(folder) / "result.json").read_text())
+        shown = Path(folder) / "executed.ipynb"
+        cells = nbformat.read(str(shown), as_version=4).cells if shown.is_file() else []
+    except (OSError, ValueError):
+        return {}, {}
+    return earlier, {nbgrader_meta(c)["grade_id"]: c.outputs for c in cells if is_autograded_test(c)}
+
+
+def keep_the_others(job: Job, source_nb, merged_nb, scores: dict[str, CellScore],
+                    graded: set[str] | None) -> tuple[dict[str, CellScore], dict | None, str]:
+    """Every test cell's score once a run of some parts only is done: the graded cells' ``scores``, the others'
+    kept from the grading in force (``job.kept_from``: its score, and its verdict as its executed notebook shows
+    it), else recorded as not graded (0 points here, no score in the gradebook). Returns the scores in the
+    notebook's order, the result's ``parts``/``kept``/``not_graded`` (None for a full run) and the message's note."""
+    if graded is None:
+        return scores, None, ""
+    earlier, shown = _earlier(job.kept_from)
+    before, ungraded_before = earlier.get("cells") or {}, set(earlier.get("not_graded") or [])
+    why = job.kept_why or "no earlier grading of this notebook to keep it from"
+    out, kept, not_graded = {}, [], []
+    fields = {f for f in CellScore.__dataclass_fields__}
+    for cell in merged_nb.cells:
+        if not is_autograded_test(cell):
+            continue
+        gid, max_points = nbgrader_meta(cell)["grade_id"], float(nbgrader_meta(cell).get("points", 0))
+        if gid in graded:
+            out[gid] = scores[gid]
+        elif gid in before and gid not in ungraded_before:
+            out[gid] = CellScore(**{k: v for k, v in before[gid].items() if k in fields})
+            kept.append(gid)
+            if gid in shown:
+                cell.outputs = shown[gid]
+            else:
+                annotate_one(cell, out[gid])
+        else:
+            text = before[gid]["message"] if gid in before else f"not graded: this run graded other parts ({why})"
+            out[gid] = CellScore(0.0, max_points, text)
+            not_graded.append(gid)
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text + "\n")]
+    note = f"graded {', '.join(sorted(graded))} only (autograde --parts)"
+    if kept:
+        note += f"; kept {', '.join(kept)} from the grading before"
+        if earlier.get("status") not in (None, "graded"):
+            note += f", which ended '{earlier['status']}'"
+    if not_graded:
+        note += f"; not graded: {', '.join(not_graded)} ({why})"
+    return out, {"parts": list(job.parts or []), "kept": kept, "not_graded": not_graded}, note
 
 
 def serve() -> None:

@@ -38,8 +38,8 @@ def cuda_tests_in_full_float32(request):
 #: order they were collected, and a long file handed out last keeps one worker busy while the other idles.
 #: The grading queue of every assignment goes first (one worker grades it from the start, the other takes
 #: everything else beside it), then the hostile batch, the browser tests and the tiny benchmark runs.
-SLOWEST_FIRST = ("test_grading_assignments.py", "test_grading_hostile.py", "test_site.py", "test_pretraining.py",
-                 "test_word2vec.py", "test_bert.py", "test_cnn.py")
+SLOWEST_FIRST = ("test_grading_assignments.py", "test_grading_hostile.py", "test_regrade_parts.py", "test_site.py",
+                 "test_pretraining.py", "test_word2vec.py", "test_bert.py", "test_cnn.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,6 +15,10 @@ student                   must get
                           ``may_lose`` cells), full marks elsewhere
 ========================  ===================================================================
 
+A bug whose cells (``loses``, ``may_lose``) leave out the trained part's is graded by a second run,
+``grader autograde --parts`` naming every other part: its trainer does not run, and its trained cell is
+recorded as not graded. The solution, the blank and every bug that names the trained cell get the full run.
+
 then ``grader feedback`` and ``grader export`` of each. Every part is caught by a bug, and the feedback leaks
 nothing. The checks that need no kernel (bugs, parts, case generators, the reference, the release, the site)
 are in test_assignment_sources.py, hostile submissions in test_grading_hostile.py, and checks that only make
@@ -50,6 +54,8 @@ from grader.notebook import nbgrader_meta, skip_reason
 from grader.submissions import OWN_OUTPUT, standard_submissions, with_own_cells, write
 from grader.trial import trained_part
 
+TRAIN_CELL = "train-test"  # the trained part's cell (grader.trial.trained_part)
+
 pytestmark = pytest.mark.grading
 
 if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
@@ -58,6 +64,18 @@ if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solution
 GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "60", "--notebook-timeout", "200", "--memory-gib", "3"]
 GRADING_TIMEOUT = 3600  # seconds for the whole queue: far more than it takes, so that a hang fails, not CI
 BUG_IDS = [(a, i) for a in ASSIGNMENTS for i in range(len(load_bugs(load_assignment(a))))]
+
+
+def by_part(name: str, index: int) -> bool:
+    """Whether planted bug ``index`` is graded without the trained part: its cells do not include it."""
+    bug = load_bugs(load_assignment(name))[index]
+    return TRAIN_CELL not in bug.loses | bug.may_lose
+
+
+def untrained_parts(name: str) -> list[str]:
+    """``name:part`` for every part of ``name`` but those of the trained cell, for ``--parts``."""
+    parts = load_reference(load_assignment(name)).PARTS
+    return [f"{name}:{p}" for p, part in parts.items() if part.test_cell != TRAIN_CELL]
 HIDDEN_LINES, SOLUTION_LINES = secret_lines()
 
 
@@ -98,11 +116,17 @@ def _grade(names: list[str], tmp: Path) -> dict[str, dict]:
         notebooks = standard_submissions(name)
         notebooks["solution"] = with_own_cells(name, notebooks["solution"])  # which must cost nothing
         for student, nb in notebooks.items():
-            write(nb, subs / student, name, a.notebook)
+            short = student.startswith("bug-") and by_part(name, int(student[4:]))
+            write(nb, subs / ("by-part" if short else "full") / student, name, a.notebook)
         students[name] = sorted(notebooks)
     start = time.monotonic()
-    proc = grader_cli("autograde", *names, "--submissions", str(subs), *GRADE_OPTIONS, course_dir=course,
+    proc = grader_cli("autograde", *names, "--submissions", str(subs / "full"), *GRADE_OPTIONS, course_dir=course,
                       timeout=GRADING_TIMEOUT)
+    if (subs / "by-part").is_dir():
+        parts = ",".join(p for name in names for p in untrained_parts(name))
+        proc2 = grader_cli("autograde", *names, "--submissions", str(subs / "by-part"), "--parts", parts,
+                           *GRADE_OPTIONS, course_dir=course, timeout=GRADING_TIMEOUT)
+        proc.stdout += proc2.stdout
     print(f"graded {sum(map(len, students.values()))} submissions of {len(names)} assignments in "
           f"{time.monotonic() - start:.0f} s")
 
@@ -175,7 +199,13 @@ def test_gradebook_holds_every_score_and_waits_for_the_written_answers(batches, 
         for student in batch["students"]:
             nb = gb.find_submission_notebook(a.notebook_id, name, student)
             auto = {g.name: g.auto_score for g in nb.grades if g.name in pts.auto}
-            assert auto == pytest.approx(cell_scores(batch["course"], name, student)), student
+            not_graded = set(result(batch["course"], name, student).get("not_graded") or [])
+            # a cell not graded (a run of the other parts) has no score there and waits for one, never 0 in silence
+            assert {g.name for g in nb.grades if g.name in pts.auto and g.needs_manual_grade} == not_graded, student
+            assert {c for c, v in auto.items() if v is None} == not_graded, student
+            scores = cell_scores(batch["course"], name, student)
+            assert {c: v for c, v in auto.items() if c not in not_graded} == \
+                pytest.approx({c: v for c, v in scores.items() if c not in not_graded}), student
         good = gb.find_submission(name, "solution")
         assert good.code_score == pytest.approx(pts.max_auto)
         assert good.needs_manual_grade is bool(pts.manual)
@@ -201,7 +231,11 @@ def test_bug_loses_points_exactly_where_expected(batches, name, index):
     course, pts = batches(name)["course"], points(name)
     r = result(course, name, f"bug-{index:02d}")
     assert r["status"] == "graded", r["message"]
-    lost = {cell for cell, s in cell_scores(course, name, f"bug-{index:02d}").items() if s < pts.auto[cell]}
+    not_graded = set(r.get("not_graded") or [])
+    assert not_graded == ({TRAIN_CELL} if by_part(name, index) else set()), r["message"]
+    assert not_graded.isdisjoint(bug.loses | bug.may_lose)
+    lost = {cell for cell, s in cell_scores(course, name, f"bug-{index:02d}").items()
+            if s < pts.auto[cell] and cell not in not_graded}
     expected = f"expected {sorted(bug.loses)}" + (f", and perhaps {sorted(bug.may_lose)}" if bug.may_lose else "")
     assert bug.loses <= lost <= bug.loses | bug.may_lose, f"{bug.name}: lost points in {sorted(lost)}, {expected}"
     for cell in bug.loses:
@@ -253,8 +287,11 @@ def test_report_puts_each_bugs_parts_at_the_top(batches, name, tmp_path):
     assert summary.students == summary.statuses["graded"] == len(students)
     assert not summary.timeouts and not summary.crashes and not summary.not_run
     assert [r.pass_rate for r in summary.parts] == sorted(r.pass_rate for r in summary.parts)
+    unjudged = {s for s in students if s.startswith("bug-") and by_part(name, int(s[4:]))}  # the trained part's
+    assert summary.not_graded == ({TRAIN_CELL: len(unjudged)} if unjudged else {})
     for row in summary.parts:
-        assert row.judged == len(students) and row.passed == sum(row.part not in f for f in failing.values())
+        judged = [s for s in students if row.cell != TRAIN_CELL or s not in unjudged]
+        assert row.judged == len(judged) and row.passed == sum(row.part not in failing[s] for s in judged)
         assert row.passed < row.judged, f"{row.part}: no submission fails it"
         assert sum(f.students for f in row.failures) + row.other_failures == row.judged - row.passed
     # nbgrader scores an answer left as released 0 by itself: all but the blank wait for their written answers
@@ -267,7 +304,7 @@ def test_report_puts_each_bugs_parts_at_the_top(batches, name, tmp_path):
     for index, bug in enumerate(load_bugs(a)):
         student = f"bug-{index:02d}"
         view = summarize(results.only([student])).parts
-        top = [r for r in view if r.pass_rate < 1]
+        top = [r for r in view if r.judged and r.pass_rate < 1]
         assert view[:len(top)] == top and {r.part for r in top} == failing[student], bug.name
         cells = {parts[r.part].test_cell for r in top}
         assert bug.loses <= cells <= bug.loses | bug.may_lose, f"{bug.name}: parts failing in {sorted(cells)}"
