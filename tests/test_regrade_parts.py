@@ -90,6 +90,22 @@ def test_a_regrade_by_part_runs_those_cells_only_and_keeps_every_other_score(gra
         assert not any(need for _, need in _grades(course, student).values())
 
 
+def test_a_notebook_handed_in_again_keeps_no_earlier_score(graded):
+    """On the graded class, after the regrade above (this test changes a hand-in, so it comes last of those
+    that grade): bug-00 hands in the solution instead; a run by part keeps the solution's other cells and
+    none of bug-00's."""
+    tmp, _, notebooks = graded
+    course = tmp / "course"
+    write(notebooks["solution"], tmp / "subs", "bug-00", load_assignment(A).notebook)  # handed in again, changed
+    _autograde(course, tmp / "subs", "--parts", "mlp_logits")
+    mine, changed = result(course, A, "solution"), result(course, A, "bug-00")
+    assert mine["kept"] == [c for c in mine["cells"] if c != "mlp-test"] and not mine["not_graded"]
+    assert not changed["kept"] and changed["not_graded"] == [c for c in changed["cells"] if c != "mlp-test"]
+    assert "the notebook differs from the one graded before" in changed["message"]
+    assert changed["cells"]["mlp-test"]["score"] == points(A).auto["mlp-test"]
+    assert _grades(course, "bug-00")["gradcheck-test"] == (None, True)
+
+
 def test_without_an_earlier_grading_the_other_cells_are_not_graded_then_the_next_run_grades_them(graded, tmp_path):
     _, _, notebooks = graded
     course, subs = tmp_path / "course", tmp_path / "subs"
@@ -117,18 +133,6 @@ def test_without_an_earlier_grading_the_other_cells_are_not_graded_then_the_next
     assert _grades(course, "solution")[TRAIN] == (pytest.approx(pts.auto[TRAIN]), False)
     _autograde(course, subs)  # and then nothing is left to grade
     assert json.loads((course / "work" / A / "solution" / "result.json").read_text()) == r
-
-
-def test_a_notebook_handed_in_again_keeps_no_earlier_score(graded, tmp_path):
-    tmp, _, notebooks = graded
-    course, subs = tmp_path / "course", tmp_path / "subs"
-    write(notebooks["solution"], subs, "s1", load_assignment(A).notebook)
-    _autograde(course, subs)
-    write(notebooks["bug-00"], subs, "s1", load_assignment(A).notebook)  # handed in again, changed
-    _autograde(course, subs, "--parts", "mlp_logits")
-    r = result(course, A, "s1")
-    assert not r["kept"] and r["not_graded"] == [c for c in r["cells"] if c != "mlp-test"]
-    assert "the notebook differs from the one graded before" in r["message"]
 
 
 @pytest.mark.parametrize("asked, error", [
