@@ -241,7 +241,7 @@ def mark_not_graded(course_dir: Path, a: Assignment, student: str, cells: set[st
 
 
 def gradebook_scores(course_dir: Path, a: Assignment, student: str) -> dict[str, float] | None:
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "neural-nlp") as gb:
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", COURSE_ID) as gb:
         try:
             nb = gb.find_submission_notebook(a.notebook_id, a.name, student)
         except MissingEntry:

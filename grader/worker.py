@@ -294,7 +294,8 @@ def write_result(workdir: Path, job: Job, status: str, message: str, scores: dic
     ``timed_out``: the cells that ran past their time limit, for ``grader report`` (absent when none did, and
     from results written before it). ``flags``: what the submission changed that the grader ignored
     (:func:`~grader.notebook.tampering`; absent when nothing). ``by_part``: a run of some parts only
-    (:class:`ByPart`), whose ``parts``, ``kept`` and ``not_graded`` cells the result lists (absent in a full run)."""
+    (:func:`keep_the_others`), whose ``parts``, ``kept`` and ``not_graded`` cells the result lists (absent in a
+    full run)."""
     if executed is not None:
         tmp = workdir / "executed.ipynb.tmp"
         nbformat.write(executed, str(tmp))
@@ -342,7 +343,7 @@ def finalize(job: Job, status: str, message: str) -> dict:
     graded = graded_cells(reference, job.parts)
     scores = grade_cells(a, reference, source, merged, workdir / "kernel", job.seed, cells=graded)
     annotate(merged, scores)
-    scores, by_part, note = keep_the_others(job, source, merged, scores, graded)
+    scores, by_part, note = keep_the_others(job, merged, scores, graded)
     return write_result(workdir, job, status, "; ".join(filter(None, [message, note])), scores, merged, flags=flags,
                         by_part=by_part)
 
@@ -514,7 +515,7 @@ def run(job: Job) -> dict:
     ran = time.monotonic()
     scores = grade_cells(a, reference, source, merged, kdir, job.seed, cases, graded)
     annotate(merged, scores)
-    scores, by_part, note = keep_the_others(job, source, merged, scores, graded)
+    scores, by_part, note = keep_the_others(job, merged, scores, graded)
     timing.update(prepare=prepared - started, judge=time.monotonic() - ran)
     return write_result(workdir, job, status, _summary(scores, message, report, note), scores, merged,
                         seconds=time.monotonic() - started, timing=timing, timed_out=timed_out, flags=flags,
@@ -553,7 +554,7 @@ def _earlier(folder: str | None) -> tuple[dict, dict[str, list]]:
     return earlier, {nbgrader_meta(c)["grade_id"]: c.outputs for c in cells if is_autograded_test(c)}
 
 
-def keep_the_others(job: Job, source_nb, merged_nb, scores: dict[str, CellScore],
+def keep_the_others(job: Job, merged_nb, scores: dict[str, CellScore],
                     graded: set[str] | None) -> tuple[dict[str, CellScore], dict | None, str]:
     """Every test cell's score once a run of some parts only is done: the graded cells' ``scores``, the others'
     kept from the grading in force (``job.kept_from``: its score, and its verdict as its executed notebook shows
@@ -565,7 +566,7 @@ def keep_the_others(job: Job, source_nb, merged_nb, scores: dict[str, CellScore]
     before, ungraded_before = earlier.get("cells") or {}, set(earlier.get("not_graded") or [])
     why = job.kept_why or "no earlier grading of this notebook to keep it from"
     out, kept, not_graded = {}, [], []
-    fields = {f for f in CellScore.__dataclass_fields__}
+    fields = set(CellScore.__dataclass_fields__)
     for cell in merged_nb.cells:
         if not is_autograded_test(cell):
             continue
