@@ -7,25 +7,30 @@ longest first, each in its own kernel with the settings the build would use (the
 working directory, ``execute: timeout`` per cell, no error allowed), and stores each executed notebook in
 the cache (``_build/.jupyter_cache``) exactly as myst-nb does. The build then finds every chapter in the
 cache and only renders it. A chapter already cached with its current code is not run again; one that
-raises stops the build with its traceback, as the build would. Each chapter's cells run on the threads
+raises stops the build with its traceback, as the build would. Each chapter runs with its guards
+(``scripts/chapter_guards.py``: the checks of the numbers its text states, kept out of the chapter), which
+are taken out again before the notebook is stored. Each chapter's cells run on the threads
 ``nlpcourse.threads`` sets, so its numbers do not depend on how many chapters run beside it.
 
-    python scripts/execute_chapters.py [--jobs 2]
+    python scripts/execute_chapters.py [--jobs 2] [--check] [CHAPTER ...]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import jupytext
+import nbformat
 import yaml
 from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chapter_guards import guard_file, with_guards, without_guards
 from executed_chapters import ROOT, chapters
 
 CACHE = ROOT / "_build" / ".jupyter_cache"
@@ -33,7 +38,7 @@ CACHE = ROOT / "_build" / ".jupyter_cache"
 #: own report), to start the longest first where the cache has no timing yet (a fresh clone). Only the order
 #: depends on them; a chapter missing here counts as a minute.
 EXPECTED_SECONDS = {"word2vec": 75, "pretraining": 85, "seq2seq": 55, "cnn": 50, "transformer": 49,
-                    "building_blocks": 34, "rnnlm": 29}
+                    "building_blocks": 34, "rnnlm": 29, "intro": 3}
 
 
 def settings() -> dict:
@@ -46,10 +51,10 @@ def _execute(path: Path, timeout: int, allow_errors: bool) -> tuple[Path, object
     """Run one chapter in a fresh kernel, in its own folder (run in a worker process)."""
     from jupyter_cache.executors.utils import single_nb_execution
 
-    nb = jupytext.read(path)
+    nb = with_guards(jupytext.read(path), path)  # the chapter's checks run in its kernel, then leave
     result = single_nb_execution(nb, cwd=str(path.parent), timeout=timeout, allow_errors=allow_errors,
                                  meta_override=True)
-    return path, nb, result.time, result.exc_string if result.err is not None else None
+    return path, without_guards(nb), result.time, result.exc_string if result.err is not None else None
 
 
 def expected(path: Path, cache) -> float:
@@ -58,13 +63,22 @@ def expected(path: Path, cache) -> float:
     return max(runs) if runs else EXPECTED_SECONDS.get(path.stem, 60)
 
 
+def guards_digest(path: Path) -> str:
+    """A digest of the chapter's guard file, stored with its executed notebook ('' without one)."""
+    guards = guard_file(path)
+    return hashlib.sha256(guards.read_bytes()).hexdigest() if guards.exists() else ""
+
+
 def stale(paths: list[Path], cache) -> list[Path]:
-    """The chapters whose current code has no executed notebook in the cache."""
+    """The chapters whose current code, or current guards, have no executed notebook in the cache."""
     out = []
     for path in paths:
         try:
-            cache.match_cache_notebook(jupytext.read(path))
+            record = cache.match_cache_notebook(jupytext.read(path))
         except KeyError:
+            out.append(path)
+            continue
+        if record.data.get("guards", "") != guards_digest(path):
             out.append(path)
     return out
 
@@ -72,9 +86,17 @@ def stale(paths: list[Path], cache) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2, help="chapters executed at once (default 2)")
+    ap.add_argument("--check", action="store_true",
+                    help="execute the chapters (with their guards) into _build/check/<chapter>.ipynb, to read, "
+                         "whether or not they are cached; the cache is left as it is")
+    ap.add_argument("only", nargs="*", help="execute only these chapters (names such as word2vec; default all)")
     args = ap.parse_args(argv)
     cache = get_cache(str(CACHE))
-    todo = sorted(stale(chapters(), cache), key=lambda p: -expected(p, cache))
+    paths = [p for p in chapters() if not args.only or p.stem in args.only]
+    unknown = set(args.only) - {p.stem for p in paths}
+    if unknown:
+        ap.error(f"no chapter named {', '.join(sorted(unknown))}")
+    todo = sorted(paths if args.check else stale(paths, cache), key=lambda p: -expected(p, cache))
     if not todo:
         print("every chapter is in the cache with its current code")
         return 0
@@ -89,7 +111,13 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(str(name))
                 print(f"{name}: executing the notebook failed after {seconds:.0f} s\n{error}", file=sys.stderr)
                 continue
-            cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
+            if args.check:
+                (ROOT / "_build" / "check").mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, str(ROOT / "_build" / "check" / f"{path.stem}.ipynb"))
+                print(f"{name}: executed in {seconds:.1f} s into _build/check/{path.stem}.ipynb", flush=True)
+                continue
+            cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds,
+                                                                    "guards": guards_digest(path)}),
                                         check_validity=False, overwrite=True)
             print(f"{name}: executed in {seconds:.1f} s", flush=True)
     print(f"{len(todo) - len(failed)} chapters executed in {time.monotonic() - start:.0f} s, {args.jobs} at a time")

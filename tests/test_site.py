@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
+from test_teaching import MIN_FIGURES, TEACHING
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
@@ -307,9 +308,29 @@ def _check_page(recorder: PageRecorder, base_url: str, page_path: str, html: str
         ".map(i => i.getAttribute('src'))"
     )
     assert not broken_images, f"{page_path}: images that did not load: {broken_images}"
+    _check_figures(page, page_path)
 
     # Let late requests (fonts, lazily loaded MathJax parts) finish before the report.
     page.wait_for_load_state("networkidle", timeout=TIMEOUT_MS)
+
+
+def _check_figures(page, page_path: str) -> None:
+    """Every figure shows a loaded image with alt text and a caption; a chapter that follows the teaching
+    pattern (tests/test_teaching.py's TEACHING) shows at least MIN_FIGURES of them."""
+    figures = page.evaluate(
+        """() => Array.from(document.querySelectorAll('figure')).map(f => {
+            const img = f.querySelector('img'), cap = f.querySelector('figcaption');
+            return {id: f.id, alt: img ? (img.getAttribute('alt') || '') : '',
+                    loaded: !!img && img.naturalWidth > 0, caption: cap ? cap.textContent.trim() : ''};
+        })"""
+    )
+    bad = [f for f in figures
+           if not f["loaded"] or len(f["alt"].split()) < 5 or f["alt"].startswith(("../", "_images"))
+           or not f["caption"]]
+    assert not bad, f"{page_path}: figures without a loaded image, alt text or caption: {bad}"
+    chapter = page_path.removeprefix("book/").removesuffix(".html")
+    if chapter in TEACHING:
+        assert len(figures) >= MIN_FIGURES, f"{page_path} shows {len(figures)} figures"
 
 
 @pytest.mark.parametrize(("query", "expected"), SEARCHES, ids=[q for q, _ in SEARCHES])
@@ -405,3 +426,12 @@ def test_data_page_credits_every_bundled_corpus():
     text = (ROOT / "book" / "data.md").read_text(encoding="utf-8")
     missing = [entry["file"] for entry in registry.values() if f"`{entry['file']}`" not in text]
     assert not missing, f"book/data.md does not credit: {missing}"
+
+
+def test_data_page_names_every_saved_model():
+    """book/data.md's table names every model file of data/checkpoints/, and no file that is not there."""
+    text = (ROOT / "book" / "data.md").read_text(encoding="utf-8")
+    saved = {p.name for p in (ROOT / "data" / "checkpoints").iterdir() if p.suffix in (".pt", ".bin")}
+    table = text.split("## Trained models", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^\| `([\w.]+\.(?:pt|bin))` \|", table, re.M))
+    assert named == saved, f"missing from book/data.md: {saved - named}; not saved: {named - saved}"
