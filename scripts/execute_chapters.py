@@ -63,14 +63,31 @@ def expected(path: Path, cache) -> float:
     return max(runs) if runs else EXPECTED_SECONDS.get(path.stem, 60)
 
 
-def guards_digest(path: Path) -> str:
-    """A digest of the chapter's guard file, stored with its executed notebook ('' without one)."""
-    guards = guard_file(path)
-    return hashlib.sha256(guards.read_bytes()).hexdigest() if guards.exists() else ""
+def depends_on(path: Path) -> list[Path]:
+    """The files besides its code whose change must run the chapter again: its guard file, and the files
+    its front matter names under ``course_depends`` (glob patterns from the repository's root), for a
+    page whose outputs read other files (the front page counts the words of the chapters)."""
+    meta = jupytext.read(path).metadata
+    patterns = meta.get("course_depends", [])
+    files = [guard_file(path)] + [f for pattern in patterns for f in sorted(ROOT.glob(pattern))]
+    return [f for f in files if f.exists()]
+
+
+def inputs_digest(path: Path) -> str:
+    """A digest of the files the chapter depends on besides its code (depends_on), stored with its executed
+    notebook ('' for none)."""
+    files = depends_on(path)
+    if not files:
+        return ""
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
 
 
 def stale(paths: list[Path], cache) -> list[Path]:
-    """The chapters whose current code, or current guards, have no executed notebook in the cache."""
+    """The chapters whose current code, guards or other inputs (depends_on) have no executed notebook in the
+    cache."""
     out = []
     for path in paths:
         try:
@@ -78,7 +95,7 @@ def stale(paths: list[Path], cache) -> list[Path]:
         except KeyError:
             out.append(path)
             continue
-        if record.data.get("guards", "") != guards_digest(path):
+        if record.data.get("inputs", "") != inputs_digest(path):
             out.append(path)
     return out
 
@@ -117,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: executed in {seconds:.1f} s into _build/check/{path.stem}.ipynb", flush=True)
                 continue
             cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds,
-                                                                    "guards": guards_digest(path)}),
+                                                                    "inputs": inputs_digest(path)}),
                                         check_validity=False, overwrite=True)
             print(f"{name}: executed in {seconds:.1f} s", flush=True)
     print(f"{len(todo) - len(failed)} chapters executed in {time.monotonic() - start:.0f} s, {args.jobs} at a time")

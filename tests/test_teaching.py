@@ -130,3 +130,26 @@ def test_a_tag_without_guard_or_a_guard_without_tag_is_an_error(tmp_path, monkey
     monkeypatch.setattr(guards, "ROOT", tmp_path)
     with pytest.raises(guards.GuardError, match=message):
         guards.with_guards(nb, md)
+
+
+def test_a_chapter_runs_again_when_its_guards_or_declared_inputs_change(tmp_path, monkeypatch):
+    """scripts/execute_chapters.py keys a cached chapter on its code and on a digest of its guard file and of
+    the files its front matter names under ``course_depends`` (the front page reads every chapter)."""
+    execute = _script("execute_chapters")
+    intro = ROOT / "book" / "intro.md"
+    inputs = execute.depends_on(intro)
+    assert guards.guard_file(intro) in inputs and ROOT / "book" / "word2vec.md" in inputs
+    assert execute.depends_on(ROOT / "book" / "rnnlm.md") == []  # no guard file yet, no declared input
+    assert execute.inputs_digest(ROOT / "book" / "rnnlm.md") == ""
+    md, nb = _chapter(tmp_path, "# %% guard: answer\nassert answer == 42\n")
+    text = jupytext.writes(nb, fmt="md:myst")  # then the front matter names one more input:
+    md.write_text(text.replace("kernelspec:", "course_depends: [data.txt]\nkernelspec:", 1))
+    (tmp_path / "data.txt").write_text("1")
+    monkeypatch.setattr(execute, "ROOT", tmp_path)
+    monkeypatch.setattr(guards, "GUARDS", tmp_path / "book" / "_guards")
+    monkeypatch.setattr(execute, "guard_file", guards.guard_file)
+    first = execute.inputs_digest(md)
+    (tmp_path / "data.txt").write_text("2")
+    second = execute.inputs_digest(md)
+    (tmp_path / "book" / "_guards" / "toy.py").write_text("# %% guard: answer\nassert answer == 6 * 7\n")
+    assert len({first, second, execute.inputs_digest(md)}) == 3

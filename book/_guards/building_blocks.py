@@ -35,6 +35,13 @@ assert mlp_res["test_acc"] <= lr_res["test_acc"] + 0.005, results
 assert abs(mlp_res["train_acc"] - lr_res["train_acc"]) < 0.01, results
 assert shared > 0.5, shared
 
+# %% guard: confusion
+# The text: more rotten reviews called fresh than fresh ones rotten; six test reviews in ten are fresh.
+rotten_as_fresh = int(((yte == 0) & (pred_test == 1)).sum())
+fresh_as_rotten = int(((yte == 1) & (pred_test == 0)).sum())
+assert rotten_as_fresh > fresh_as_rotten, (rotten_as_fresh, fresh_as_rotten)
+assert 0.57 < float((yte == 1).float().mean()) < 0.65
+
 # %% guard: optimisers
 # The text: momentum gets closest to the minimum, SGD beats Adam at 50 steps; Adam's first step is
 # exactly the learning rate along each coordinate, against the gradient's sign.

@@ -51,6 +51,7 @@ margin = {k: systems[k]["cv_mean"] - systems["majority"]["cv_mean"]
 assert 0.18 < margin["cnn_rand"] < 0.195 and 0.185 < margin["logreg"] < 0.2
 assert abs(systems["majority"]["cv_mean"] - 0.578) < 0.001
 assert setup["domain_cnn_vocab_coverage"] > 0.995
+assert 0.4 < 1 - setup["chapter_cnn_vocab_coverage"] < 0.5  # "nearly half ... still lack one"
 assert setup["domain_type_coverage"] < 0.75
 assert 150_000 < setup["train_tokens"] < 250_000  # "the 0.2 million of the training snippets"
 assert -0.11 < diff["cnn_static"]["cv_mean"] < -0.07  # "about nine points below CNN-rand"
