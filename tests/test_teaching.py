@@ -18,7 +18,7 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The chapters rewritten to the pattern so far (issues 57 and 58); the others follow.
-TEACHING = ("building_blocks", "word2vec", "cnn", "rnnlm")
+TEACHING = ("building_blocks", "word2vec", "cnn", "rnnlm", "seq2seq")
 MIN_FIGURES = 6
 
 
