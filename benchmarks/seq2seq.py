@@ -41,6 +41,13 @@ against ``attention_2layers`` (two stacked GRU layers in the encoder and the dec
     python benchmarks/seq2seq.py --tiny                                                         # seconds
     OMP_WAIT_POLICY=PASSIVE python benchmarks/seq2seq.py --ablations --jobs 2 --json benchmarks/results/seq2seq.json
 
+``--rescore DIR`` (only this part): the two saved models of ``DIR`` scored again on the split as it is now (greedy,
+beam with alpha chosen again on validation, by length, examples), what ``--json`` says of their training kept;
+``setup["rescored"]`` says when and why (the split dropped the validation and test pairs whose source occurs in
+training, ``setup["dropped_seen_in_training"]``; the training part, and so the models, did not change).
+
+    python benchmarks/seq2seq.py --rescore data/checkpoints --json benchmarks/results/seq2seq.json            # ~3 min
+
 ``--json FILE`` writes ``{"systems": {NAME: {"bleu", "chrf", "wall_s", ...}}, "tagger": {"accuracy",
 "baseline_accuracy", ...}, "targets": {...}, "setup": {...}}`` after every step.
 """
@@ -60,6 +67,7 @@ import nlpcourse
 from nlpcourse.data.batching import pad_batch
 from nlpcourse.data.tagging import tagging_split
 from nlpcourse.data.translation import TranslationSplit, mt_scores, tokens, translation_split
+from nlpcourse.errors import ConfigError
 from nlpcourse.models.seq2seq import (
     Seq2Seq,
     Seq2SeqConfig,
@@ -68,6 +76,7 @@ from nlpcourse.models.seq2seq import (
     build_seq2seq,
     fit_seq2seq,
     greedy_decode,
+    seq2seq_from_config,
 )
 from nlpcourse.models.tagger import (
     BiLSTMTagger,
@@ -89,6 +98,7 @@ BEAM = 5
 ABLATIONS = {"rnn": {"attention": "none"}, "rnn_mean": {"attention": "none", "summary": "mean"},
              "attention": {"attention": "general"}, "attention_2layers": {"attention": "general", "layers": 2}}
 PAIRS = (("rnn_mean", "rnn"), ("attention_2layers", "attention"))
+TRAINED_FIELDS = ("epochs", "train_wall_s", "train_cpu_s", "cpu_budget_s", "valid_loss")  # kept by --rescore
 LENGTH_BUCKETS = ((1, 8), (9, 12), (13, 16), (17, 20))  # source tokens
 
 
@@ -132,6 +142,11 @@ def run_model(prefix: str, split: TranslationSplit, opts: argparse.Namespace, sa
                         extra={"history": hist.to_dict(), "split": {"max_tokens": split.max_tokens, "seed": 0},
                                "src_itos": split.src_vocab.itos, "tgt_itos": split.tgt_vocab.itos})
         model.float()
+    return score_model(model, prefix, split, trained, say)
+
+
+def score_model(model: Seq2Seq, prefix: str, split: TranslationSplit, trained: dict, say) -> dict[str, dict]:
+    """A trained model's greedy and beam systems on the test part, the beam's alpha chosen on validation."""
     systems = {}
     refs = split.references("test")
     valid_bleu = {a: mt_scores(translate(model, split, "valid", BEAM, a), split.references("valid")).bleu
@@ -143,7 +158,7 @@ def run_model(prefix: str, split: TranslationSplit, opts: argparse.Namespace, sa
         s = mt_scores(hyps, refs)
         decode_s = time.perf_counter() - start
         systems[f"{prefix}_{method}"] = {
-            "bleu": round(s.bleu, 2), "chrf": round(s.chrf, 2), "wall_s": round(hist.seconds + decode_s, 1),
+            "bleu": round(s.bleu, 2), "chrf": round(s.chrf, 2), "wall_s": round(trained["train_wall_s"] + decode_s, 1),
             "decode_s": round(decode_s, 1), **trained, "by_length": bleu_by_length(split, hyps),
             "examples": [{"src": p.src, "ref": p.tgt, "hyp": h} for p, h in list(zip(split.test, hyps))[:5]],
             **({"beam": BEAM, "alpha": alpha, "valid_bleu_by_alpha": {str(a): round(b, 2)
@@ -151,6 +166,27 @@ def run_model(prefix: str, split: TranslationSplit, opts: argparse.Namespace, sa
                if beam > 1 else {})}
         say(f"  {prefix}_{method}: BLEU {s.bleu:.2f}  chrF {s.chrf:.2f}  ({decode_s:.0f} s to decode)")
     return systems
+
+
+def rescore(split: TranslationSplit, opts: argparse.Namespace, say) -> dict:
+    """The saved models (``--rescore DIR``) scored again on ``split``: what was measured in training (epochs,
+    CPU time, validation losses) is kept from ``--json``, every test score is measured here."""
+    report = json.loads(opts.json.read_text()) if opts.json and opts.json.exists() else {"systems": {}}
+    for prefix in MODELS:
+        ckpt = nlpcourse.load_checkpoint(opts.rescore / f"seq2seq_{prefix}.pt", build=seq2seq_from_config)
+        if ckpt.extra["tgt_itos"] != split.tgt_vocab.itos or ckpt.extra["src_itos"] != split.src_vocab.itos:
+            raise ConfigError(f"--rescore: seq2seq_{prefix}.pt was trained on other vocabularies than this split's")
+        old = report["systems"].get(f"{prefix}_greedy", {})
+        trained = {k: old[k] for k in TRAINED_FIELDS if k in old}
+        trained.setdefault("train_wall_s", 0.0)
+        report["systems"].update(score_model(ckpt.model.float().eval().to(opts.device), prefix, split, trained, say))
+    report["targets"] = targets(report["systems"], opts.minutes * 60 * opts.threads)
+    trained_date = report.get("setup", {}).get("rescored", {}).get("trained", report.get("setup", {}).get("date"))
+    report["setup"] = report.get("setup", {}) | setup(split, opts) | {
+        "rescored": {"from": str(opts.rescore), "date": time.strftime("%Y-%m-%d"), "trained": trained_date,
+                     "why": "the test and validation parts lost the pairs whose source occurs in training; "
+                            "the training part, and so the models, are unchanged"}}
+    return report
 
 
 def run_tagger(opts: argparse.Namespace, say) -> dict:
@@ -239,6 +275,10 @@ def main(argv: list[str] | None = None) -> dict:
     split = translation_split()
     if opts.tiny:
         split.train, split.valid, split.test = split.train[:256], split.valid[:40], split.test[:40]
+    if opts.rescore is not None:
+        report = rescore(split, opts, print)
+        write_json(opts.json, report)
+        return report
     if opts.ablations:
         report = json.loads(opts.json.read_text()) if opts.json and opts.json.exists() else {}
         report["ablations"] = ablations(split, opts, print)
@@ -258,7 +298,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 def setup(split: TranslationSplit, opts: argparse.Namespace) -> dict:
     sig = mt_scores(["a"], ["a"])
-    return {"pairs": {p: len(split.part(p)) for p in ("train", "valid", "test")}, "max_tokens": split.max_tokens,
+    return {"pairs": {p: len(split.part(p)) for p in ("train", "valid", "test")},
+            "dropped_seen_in_training": split.dropped, "max_tokens": split.max_tokens,
             "src_vocab": len(split.src_vocab), "tgt_vocab": len(split.tgt_vocab), **opts.size,
             "minutes_per_model": opts.minutes, "threads": opts.threads, "device": opts.device,
             "bleu_signature": sig.bleu_signature, "chrf_signature": sig.chrf_signature, "torch": torch.__version__,
@@ -276,6 +317,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tiny", action="store_true", help="a smoke run in seconds: small data, small models")
     p.add_argument("--ablations", action="store_true", help="only the summary and depth ablations, keeping the "
                    "rest of --json")
+    p.add_argument("--rescore", type=Path, default=None, help="only score the models saved in this folder again "
+                   "(seq2seq_rnn.pt, seq2seq_attention.pt), keeping what --json says of their training")
     p.add_argument("--seeds", type=int, default=3, help="seeds per ablation system (default 3)")
     p.add_argument("--ablation-minutes", type=float, default=4.0, help="CPU-minutes per ablation run (default 4)")
     p.add_argument("--jobs", type=int, default=1, help="ablation runs at once, one thread each (default 1)")

@@ -26,6 +26,7 @@ from nlpcourse.data.translation import (
     detokenize,
     kjv_references,
     mt_scores,
+    source_key,
     tokens,
     translation_split,
     verse_pairs,
@@ -97,6 +98,17 @@ def test_split_keeps_chapters_whole_and_lengths_short(split):
     for p in split.train + split.test:
         assert len(tokens(p.src)) <= split.max_tokens and len(tokens(p.tgt)) <= split.max_tokens
     assert translation_split().test == split.test  # deterministic
+
+
+def test_no_validation_or_test_source_occurs_in_training(split):
+    """The leak the chapter split alone let through: a verse that recurs word for word in another book."""
+    seen = {source_key(p.src) for p in split.train}
+    assert not any(source_key(p.src) in seen for p in split.valid + split.test)
+    assert 30 < split.dropped["test"] < 60 and split.dropped["valid"] > 10  # and the split says how many
+    spake = "and the lord spake unto moses saying"
+    assert spake in seen and source_key("And the LORD spake unto Moses, saying:") == spake
+    small = translation_split(max_tokens=8)  # the same rule at any length limit
+    assert not {source_key(p.src) for p in small.test} & {source_key(p.src) for p in small.train}
 
 
 def test_vocabularies_are_fit_on_the_training_part_only(split):
@@ -337,6 +349,15 @@ def test_benchmark_tiny_writes_every_system_and_checkpoints_that_load(tmp_path):
         ckpt = load_checkpoint(tmp_path / f"seq2seq_{prefix}.pt", build=seq2seq.seq2seq_from_config)
         assert ckpt.model.config.attention == attention
         assert ckpt.extra["tgt_itos"][:4] == ["<pad>", "<unk>", "<bos>", "<eos>"]
+    # --rescore: the saved models scored again, what was measured in training kept
+    trained = {k: report["systems"]["attention_greedy"][k] for k in ("epochs", "train_cpu_s", "valid_loss")}
+    proc = subprocess.run([sys.executable, "benchmarks/seq2seq.py", "--tiny", "--threads", "1", "--json", str(out),
+                           "--rescore", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    again = json.loads(out.read_text())
+    assert {k: again["systems"]["attention_greedy"][k] for k in trained} == trained
+    assert again["tagger"] == report["tagger"] and again["setup"]["rescored"]["from"] == str(tmp_path)
+    assert again["setup"]["dropped_seen_in_training"] == translation_split().dropped
 
 
 @pytest.mark.slow

@@ -5,7 +5,10 @@ The bundled pairs carry no references, only their order; the KJV's versification
 in each chapter, from ``pysword``'s canon tables) gives every verse of ``kjv_en`` its book and chapter,
 and the pairs are matched to those verses by their English text (18 of the 31,102 verses have no
 Spanish counterpart in the file). Whole chapters go to one part, so that a test verse never has its
-neighbours, often the same sentence with one word changed, in the training data.
+neighbours, often the same sentence with one word changed, in the training data. Whole chapters are not
+enough: some verses recur word for word across the books ("And the LORD spake unto Moses, saying," ends in
+test 10 times), so a validation or test pair whose source, normalised (:func:`source_key`), occurs in
+training is dropped, and the split says how many (``TranslationSplit.dropped``).
 
 Tokens are lower-cased words and punctuation (:func:`~nlpcourse.data.tokenize.word_tokenize`); both
 vocabularies are fit on the training part only. BLEU and chrF are computed by sacreBLEU on
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import sacrebleu
@@ -68,6 +71,12 @@ def tokens(text: str) -> list[str]:
     return word_tokenize(text, lower=True)
 
 
+def source_key(text: str) -> str:
+    """A source verse normalised for the leak check: its lower-cased word tokens, punctuation dropped, so
+    that "saying," and "saying:" are the same verse."""
+    return " ".join(t for t in tokens(text) if any(c.isalnum() for c in t))
+
+
 _NO_SPACE_BEFORE = re.compile(r" ([,.;:!?)\]}»])")
 _NO_SPACE_AFTER = re.compile(r"([(\[{¿¡«]) ")
 
@@ -90,6 +99,7 @@ class TranslationSplit:
     src_vocab: Vocab  # English; ids 0-3 are <pad> <unk> <bos> <eos>
     tgt_vocab: Vocab  # Spanish
     max_tokens: int  # the length limit each side obeys (punctuation counted)
+    dropped: dict[str, int] = field(default_factory=dict)  # pairs left out of valid/test: source seen in training
 
     def part(self, name: str) -> list[VersePair]:
         if name not in PARTS:
@@ -124,7 +134,8 @@ def translation_split(max_tokens: int = 20, min_freq: int = 2, fractions: Sequen
                       seed: int = 0) -> TranslationSplit:
     """The course's translation data: pairs whose English and Spanish sides both have at most
     ``max_tokens`` tokens, chapters shuffled with ``seed`` and dealt to train/valid/test by
-    ``fractions`` (of the pairs), vocabularies of the training tokens seen ``min_freq`` times or more."""
+    ``fractions`` (of the pairs), then every validation and test pair whose source occurs in training
+    (:func:`source_key`) dropped; vocabularies of the training tokens seen ``min_freq`` times or more."""
     if max_tokens < 1:
         raise ConfigError(f"translation_split: max_tokens must be >= 1, got {max_tokens}")
     pairs = [p for p in verse_pairs() if len(tokens(p.src)) <= max_tokens and len(tokens(p.tgt)) <= max_tokens]
@@ -133,9 +144,12 @@ def translation_split(max_tokens: int = 20, min_freq: int = 2, fractions: Sequen
     if len(parts) != 3:
         raise ConfigError(f"translation_split: fractions must give train, valid and test, got {tuple(fractions)}")
     train, valid, test = parts
+    seen = {source_key(p.src) for p in train}
+    valid, test = ([p for p in part if source_key(p.src) not in seen] for part in (parts[1], parts[2]))
+    dropped = {"valid": len(parts[1]) - len(valid), "test": len(parts[2]) - len(test)}
     src_vocab = Vocab.build((tokens(p.src) for p in train), min_freq=min_freq)
     tgt_vocab = Vocab.build((tokens(p.tgt) for p in train), min_freq=min_freq)
-    return TranslationSplit(train, valid, test, src_vocab, tgt_vocab, max_tokens)
+    return TranslationSplit(train, valid, test, src_vocab, tgt_vocab, max_tokens, dropped)
 
 
 @dataclass(frozen=True)
