@@ -69,6 +69,7 @@ assert abs(by_length["attention"][-1] - 11.9) < 0.05
 lead = [a - b for a, b in zip(by_length["attention"], by_length["no attention"])]
 assert max(lead) == lead[1] and 11.5 < lead[1] < 12.5  # "12 points at 9-12"
 assert interval(gap)[0] > 5 and abs(lead[-1] - 6.9) < 0.05  # "about 7", above zero
+assert [round(x, 1) for x in interval(gap)] == [5.9, 8.1]  # the dropdown's interval
 for name, hyps in greedy.items():  # the counts give sacreBLEU's corpus score
     assert abs(bleu_of(counts[name]) - mt_scores(hyps, refs).bleu) < 1e-9
 
