@@ -266,6 +266,13 @@ def train_planted(planted, device, **kw) -> tuple[Word2Vec, list[float]]:
     return model, history["loss"]
 
 
+def test_a_report_without_a_sampled_batch_waits_instead_of_saying_zero(planted):
+    """More reports than sampled batches (one in LOSS_EVERY): every logged loss is a measured one."""
+    model = Word2Vec(small_config(epochs=1, batch_size=64), planted, device="cpu")
+    history = model.fit(planted, progress=False, reports=400)
+    assert len(history["loss"]) > 10 and min(history["loss"]) > 0.1
+
+
 def assert_learns_the_planted_topics(planted, model, loss):
     assert loss[-1] < 0.8 * loss[0]
     wv = model.vectors()

@@ -6,8 +6,8 @@ in each chapter, from ``pysword``'s canon tables) gives every verse of ``kjv_en`
 and the pairs are matched to those verses by their English text (18 of the 31,102 verses have no
 Spanish counterpart in the file). Whole chapters go to one part, so that a test verse never has its
 neighbours, often the same sentence with one word changed, in the training data. Whole chapters are not
-enough: some verses recur word for word across the books ("And the LORD spake unto Moses, saying," ends in
-test 10 times), so a validation or test pair whose source, normalised (:func:`source_key`), occurs in
+enough: some verses recur word for word across the books ("And the LORD spake unto Moses, saying," would
+otherwise end in test 10 times), so a validation or test pair whose source, normalised (:func:`source_key`), occurs in
 training is dropped, and the split says how many (``TranslationSplit.dropped``).
 
 Tokens are lower-cased words and punctuation (:func:`~nlpcourse.data.tokenize.word_tokenize`); both

@@ -358,7 +358,8 @@ class Word2Vec:
             on_report: Callable[[dict], None] | None = None) -> History:
         """Train on ``corpus`` for ``config.epochs`` epochs; returns a History with ``reports`` entries
         of ``loss`` (mean loss per prediction since the previous report, over one batch in
-        ``LOSS_EVERY``: the loss costs time, the gradients do not need it), ``lr`` and ``words``.
+        ``LOSS_EVERY``: the loss costs time, the gradients do not need it), ``lr`` and ``words``; a
+        report waits until a sampled batch has a loss to give, so it is never a made-up 0.
 
         Deterministic: the same config (seed included) and corpus give bitwise-identical vectors and
         history on the CPU, and on CUDA on the same GPU model and software; a CUDA run is not the CPU
@@ -396,8 +397,9 @@ class Word2Vec:
                     loss_sum, pairs = loss_sum + loss, pairs + predictions
                 words_now = done + min(s + cfg.batch_size, N) / N * len(ids)
                 bar.update(int(words_now) - bar.n)
-                if words_now >= next_report or (epoch == cfg.epochs - 1 and s + cfg.batch_size >= N):
-                    row = {"loss": loss_sum / max(pairs, 1), "lr": lr, "words": int(words_now), "epoch": epoch}
+                last = epoch == cfg.epochs - 1 and s + cfg.batch_size >= N
+                if pairs and (words_now >= next_report or last):  # no sampled loss yet: the report waits
+                    row = {"loss": loss_sum / pairs, "lr": lr, "words": int(words_now), "epoch": epoch}
                     history.log(**row)
                     if on_report is not None:
                         on_report(row)
