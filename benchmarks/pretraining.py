@@ -10,6 +10,7 @@ distributed pretraining under ``torchrun``, in one run.
     python benchmarks/pretraining.py --gpt-scratch-curve --jobs 2 --json benchmarks/results/pretraining.json
     python benchmarks/pretraining.py --stage-curve tapt --checkpoint PATH --jobs 2 --json benchmarks/results/...
     python benchmarks/pretraining.py --stage-curve tapt_rand --stage-scratch --checkpoint PATH --jobs 2 --json ...
+    python benchmarks/pretraining.py --word-order --jobs 2 --json benchmarks/results/pretraining.json
 
 **The label-efficiency curve** (``--curve``, added to the JSON file's other results): for each budget of
 ``BUDGETS`` labelled training snippets, ``--curve-seeds`` random subsets (``label_subset``: the first n of a
@@ -36,6 +37,12 @@ each of its stages. With ``--stage-scratch`` beside ``--stage-curve NAME --check
 network drawn at random instead (the control in the stage's own vocabulary): the same keys, ``"pretrained_from":
 null`` in its stage setup, and each stage already on the curve in the same vocabulary gains ``STAGE_vs_NAME`` and
 ``STAGE_auc_vs_NAME``.
+
+**Word order** (``--word-order``, added to the JSON file's other results): the pretrained BERT and the same
+network from random weights, ``--curve-seeds`` seeds each, fine-tuned for one pass (``WORD_ORDER_TUNE``) on the
+snippets' bigram-shift task (``review_order_pieces``: 8,000 training snippets cut to 12 ids, half with two
+neighbouring words swapped), scored by test ROC AUC over every test snippet as written and swapped:
+``"word_order": {"pretrained_auc": [...], "scratch_auc": [...], "diff_mean", "diff_ci95", "setup"}``.
 
 **Classification.** The CNN chapter's seeded split (by movie, 80/10/10, seed 0). The pretrained network is
 ``data/checkpoints/bert.pt`` (``scripts/pretrain_bert.py``: masked-LM on the training part's snippets alone, no
@@ -138,6 +145,7 @@ class Options:
     stage_curve: str | None = None  # this name's line on the curve: the --checkpoint fine-tuned on its subsets
     stage_scratch: bool = False  # with stage_curve: the --checkpoint's network from random weights instead
     gpt_scratch_curve: bool = False  # the GPT from random weights on the curve's label subsets, added to it
+    word_order: bool = False  # the BERT pretrained and from random weights on word order, added to the JSON file
 
 
 # ------------------------------------------------------------------ data
@@ -481,6 +489,68 @@ def run_ddp(ck, opts: Options, tiny: bool, say) -> dict:
 # ------------------------------------------------------------------ the run
 
 
+# ------------------------------------------------------------------ word order
+
+
+WORD_ORDER = {"train": 8000, "train_len": 12, "test_len": 64}  # snippets, ids a training / held-out snippet
+WORD_ORDER_TUNE = FineTuneConfig(lr=5e-4, epochs=1, batch=32)  # one pass at the curve's rate
+
+
+def word_order_run(task: tuple) -> dict:
+    """One fine-tuning on the bigram-shift task of the snippets (``review_order_pieces``): the first
+    ``WORD_ORDER["train"]`` training snippets, half of them with two neighbouring words swapped; test ROC AUC
+    of "swapped" over every test snippet as written and swapped (0.5: blind to order)."""
+    from nlpcourse.data import review_order_pieces
+
+    network, seed, ck, stride = task
+    nlpcourse.use_threads(1)
+    tok = ck.extra["tokenizer"]
+    ids, y = review_order_pieces(tok, "train", WORD_ORDER["train_len"])
+    n = WORD_ORDER["train"] // stride
+    valid, (test_ids, test_y) = (_every_pair(review_order_pieces(tok, part, WORD_ORDER["test_len"]), stride)
+                                 for part in ("valid", "test"))
+    model = curve_model(network, ck, seed)
+    result = fine_tune_classifier(model, (ids[:n], y[:n]), valid, replace(WORD_ORDER_TUNE, seed=seed))
+    prob = fresh_probabilities(model, test_ids)  # the probability of label 1: swapped
+    return {"network": network, "seed": seed, "auc": float(roc_auc_score(test_y.numpy(), prob.numpy())),
+            "accuracy": float(((prob > 0.5).long() == test_y).float().mean()), "seconds": result.seconds}
+
+
+def _every_pair(part: tuple[list[list[int]], torch.Tensor], stride: int) -> tuple[list[list[int]], torch.Tensor]:
+    """Every ``stride``-th held-out snippet with both its versions (as written, then swapped: rows 2i, 2i+1)."""
+    keep = [i for i in range(len(part[0])) if (i // 2) % stride == 0]
+    return [part[0][i] for i in keep], part[1][keep]
+
+
+def word_order_main(ck, opts: Options, json_path: Path | None, say) -> dict:
+    """The pretrained BERT and its twin from random weights on word order, ``opts.curve_seeds`` seeds each,
+    written into the JSON file beside the results already there (``"word_order"``)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [(net, s, ck, opts.stride) for s in range(opts.curve_seeds) for net in ("pretrained", "scratch")]
+    with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
+        runs = list(pool.map(word_order_run, todo))
+    for r in runs:
+        say(f"  {r['network']:10s} seed {r['seed']}: AUC {r['auc']:.4f}, accuracy {r['accuracy']:.4f} "
+            f"({r['seconds']:.0f} s)")
+    by = {net: [r["auc"] for r in runs if r["network"] == net] for net in ("pretrained", "scratch")}
+    diff = cnn.paired(by["pretrained"], by["scratch"])
+    lo, hi = diff["diff_ci95"]
+    report = json.loads(json_path.read_text()) if json_path is not None and json_path.exists() else {}
+    report["word_order"] = {
+        "pretrained_auc": by["pretrained"], "scratch_auc": by["scratch"],
+        "pretrained_accuracy": [r["accuracy"] for r in runs if r["network"] == "pretrained"],
+        "scratch_accuracy": [r["accuracy"] for r in runs if r["network"] == "scratch"],
+        **diff,
+        "setup": {**WORD_ORDER, "tune": asdict(WORD_ORDER_TUNE), "pooling": CURVE_RECIPE.pooling,
+                  "seeds": opts.curve_seeds, "stride": opts.stride, "date": time.strftime("%Y-%m-%d")}}
+    write_json(json_path, report)
+    say(f"word order, test AUC: pretrained {statistics.fmean(by['pretrained']):.4f}, from random weights "
+        f"{statistics.fmean(by['scratch']):.4f}, difference {report['word_order']['diff_mean']:+.4f} "
+        f"[{lo:+.4f}, {hi:+.4f}]")
+    return report
+
+
 def main(argv: list[str] | None = None) -> dict:
     opts, json_path, checkpoint, threads, tiny = parse(argv)
     torch.set_num_threads(threads)
@@ -488,6 +558,8 @@ def main(argv: list[str] | None = None) -> dict:
     ck = nlpcourse.load_checkpoint(checkpoint, build=bert_from_config)
     pieces, words = review_parts(WordPieces.from_json(ck.extra["tokenizer"]), opts.stride, opts.max_len)
     say(f"seeded split: train {len(words[0].tokens)}, val {len(words[1].tokens)}, test {len(words[2].tokens)}")
+    if opts.word_order:
+        return word_order_main(ck, opts, json_path, say)
     if opts.cnn_curve:
         return cnn_curve_main(words, opts, json_path, say)
     if opts.gpt_curve:
@@ -695,6 +767,8 @@ def parse(argv: list[str] | None):
                    "already in the JSON file, added to it as NAME")
     p.add_argument("--stage-scratch", action="store_true", help="with --stage-curve NAME: --checkpoint's network "
                    "from random weights (in its vocabulary), paired with the stages on the curve in that vocabulary")
+    p.add_argument("--word-order", action="store_true", help="only the BERT, pretrained and from random weights, "
+                   "fine-tuned on the snippets' word order (two neighbouring words swapped), added to the JSON file")
     p.add_argument("--curve-seeds", type=int, default=5, help="label subsets per budget (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="curve runs at once, one thread each (default 1)")
     a = p.parse_args(argv)
@@ -709,7 +783,7 @@ def parse(argv: list[str] | None):
     opts = Options(seeds=a.seeds, ddp_steps=a.ddp_steps, device=a.device, curve=a.curve,
                    curve_seeds=a.curve_seeds, jobs=max(1, a.jobs), cnn_curve=a.cnn_curve,
                    gpt_curve=a.gpt_curve, stage_curve=a.stage_curve, gpt_scratch_curve=a.gpt_scratch_curve,
-                   stage_scratch=a.stage_scratch)
+                   stage_scratch=a.stage_scratch, word_order=a.word_order)
     if a.tiny:
         opts = replace(opts, seeds=1, epochs=1, cnn_epochs=1, ddp_steps=8, stride=32, brown_tokens=20_000,
                        w2v_epochs=1, budgets=(20, None), curve_epochs_cap=1)

@@ -506,11 +506,13 @@ def _heads_html(model, sub, sentence: str, kind: str, layer: int) -> str:
     y_in = torch.tensor([[model.config.bos_id, *out[:-1]]])  # (1,T): what the decoder read
     w = attention_maps(model, src, y_in)[kind][layer][0]  # (H,rows,cols)
     src_labels = [*sub.pieces(sentence), "<eos>"]
-    tgt_labels = ["<bos>", *(sub.tokenizer.id_to_token(i) for i in out[:-1])]
-    rows, cols = {"cross": (tgt_labels, src_labels), "encoder": (src_labels, src_labels),
-                  "decoder": (tgt_labels, tgt_labels)}[kind]
+    read = ["<bos>", *(sub.tokenizer.id_to_token(i) for i in out[:-1])]  # the decoder's input at each step
+    wrote = [sub.tokenizer.id_to_token(i) for i in out]  # what each step wrote: a row is labelled by it
+    rows, cols = {"cross": (wrote, src_labels), "encoder": (src_labels, src_labels),
+                  "decoder": (wrote, read)}[kind]
+    note = "each row: the step that wrote that piece, and where it looked"
     return (_heads_img(w, rows, cols, "head {}")
-            + f"<p>{html.escape(sub.decode(out))} <small>(greedy; each row: where one query looked)</small></p>")
+            + f"<p>{html.escape(sub.decode(out))} <small>(greedy; {note})</small></p>")
 
 
 def head_explorer(model, sub, sentence: str, kind: str = "cross", layer: int | None = None):

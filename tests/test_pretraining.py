@@ -151,6 +151,26 @@ def test_benchmark_tiny_writes_every_system_recipe_and_the_distributed_runs(tmp_
     assert ddp["pieces_per_s_1proc"] > 0 and ddp["pieces_per_s_2proc"] > 0
 
 
+def test_benchmark_word_order_pairs_the_pretrained_bert_with_its_twin(tmp_path):
+    """``--word-order`` adds the two networks' test AUCs on the bigram-shift snippets, seed by seed, and their
+    paired difference, keeping the file's other results; the held-out part keeps both versions of a snippet."""
+    out = tmp_path / "pretraining.json"
+    out.write_text(json.dumps({"systems": {"kept": 1}}))
+    proc = subprocess.run([sys.executable, "benchmarks/pretraining.py", "--word-order", "--tiny", "--curve-seeds", "2",
+                           "--jobs", "2", "--threads", "1", "--json", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    order = report["word_order"]
+    assert report["systems"] == {"kept": 1} and order["setup"]["seeds"] == 2
+    assert all(0 < a < 1 for a in order["pretrained_auc"] + order["scratch_auc"])
+    assert order["pretrained_auc"] != order["scratch_auc"]
+    d = [a - b for a, b in zip(order["pretrained_auc"], order["scratch_auc"])]
+    assert order["diff_mean"] == pytest.approx(sum(d) / 2)
+    ids, labels = benchmark_module()._every_pair(([[1], [1, 2], [3], [3, 4], [5], [5, 6]], torch.tensor([0, 1] * 3)), 2)
+    assert ids == [[1], [1, 2], [5], [5, 6]] and labels.tolist() == [0, 1, 0, 1]
+
+
 def test_benchmark_curve_pairs_pretrained_and_scratch_on_the_same_label_subsets(tmp_path, capsys):
     """``--curve`` adds one entry per label budget to the JSON file's other results: per-seed accuracies of
     both networks and bag-of-words on the same subsets, and the paired difference's interval."""

@@ -17,8 +17,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The chapters rewritten to the pattern so far (issues 57 and 58); the others follow.
-TEACHING = ("building_blocks", "word2vec", "cnn", "rnnlm", "seq2seq")
+#: The chapters rewritten to the pattern (issues 57 to 59).
+TEACHING = ("building_blocks", "word2vec", "cnn", "rnnlm", "seq2seq", "transformer", "pretraining")
 MIN_FIGURES = 6
 
 
@@ -154,3 +154,25 @@ def test_a_chapter_runs_again_when_its_guards_or_declared_inputs_change(tmp_path
     second = execute.inputs_digest(md)
     (tmp_path / "book" / "_guards" / "toy.py").write_text("# %% guard: answer\nassert answer == 6 * 7\n")
     assert len({first, second, execute.inputs_digest(md)}) == 3
+
+
+MAX_PROCEDURE_SHARE = 0.05  # book/authoring.md: how a result was measured goes in a dropdown or the benchmark
+
+
+@pytest.mark.parametrize("chapter", TEACHING)
+def test_chapter_main_text_is_about_ideas_not_procedure(chapter):
+    share = _script("procedure_share")
+    found = share.sentences(share.main_text((ROOT / "book" / f"{chapter}.md").read_text()))
+    flagged = [s for s in found if share.PROCEDURE.search(s)]
+    assert len(flagged) <= MAX_PROCEDURE_SHARE * len(found), (
+        f"book/{chapter}.md: {len(flagged)} of {len(found)} main-text sentences name procedure (seeds, intervals, "
+        f"budgets...): move them into a dropdown; python scripts/procedure_share.py book/{chapter}.md --show")
+
+
+def test_procedure_counter_flags_seeds_and_skips_dropdowns():
+    share = _script("procedure_share")
+    text = ("An idea in plain words.\n\nWe used three seeds and a bootstrap interval.\n\n"
+            ":::{dropdown} How this was measured\nTen seeds, two CPU cores.\n:::\n")
+    found = share.sentences(share.main_text(text))
+    assert [s for s in found if share.PROCEDURE.search(s)] == ["We used three seeds and a bootstrap interval."]
+    assert len(found) == 2

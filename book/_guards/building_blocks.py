@@ -103,10 +103,11 @@ xavier_tanh = init_stds[("tanh", "Xavier")]
 assert all(b < a for a, b in zip(xavier_tanh, xavier_tanh[1:]))
 
 # %% guard: clipping
-# The text: without clipping the loss explodes; with it the steps stay bounded and it trains.
-(norms_0, losses_0), (norms_1, losses_1) = clip_runs[None], clip_runs[1.0]
-assert max(losses_0) > 1000 * max(losses_1)
-assert sum(losses_1[-50:]) < sum(losses_0[-50:]) / 10
+# The text: without clipping nearly every run's loss passes a million; with it none passes 20.
+# The runs are chaotic (a different processor's rounding changes which run blows up when): the
+# claims hold over the six runs, not for one.
+peak = {clip: [max(runs[clip, seed][1]) for seed in range(6)] for clip in (None, 1.0)}
+assert sum(p > 1e6 for p in peak[None]) >= 5 and max(peak[1.0]) < 20
 
 # %% guard: accumulation
 # The text: the accumulated gradient is the batch's up to rounding; so are the runs.

@@ -7,9 +7,10 @@ classes are made of the same words, so a bag of words cannot beat chance: only a
 follows which (an n-gram, a convolution wider than one word, a recurrent network) can learn the task. The
 CNN assignment trains on it, against a CNN whose filters see one word at a time.
 
-The same task on the movie-review snippets in a WordPiece vocabulary (:func:`review_order_pieces`) is what
-the pretraining assignment fine-tunes the chapter's BERT on: masked-LM pretraining on the reviews teaches
-which word follows which, which a few thousand labels cannot teach a network drawn at random.
+The same task on the movie-review snippets in a WordPiece vocabulary (:func:`review_order_pieces`) is where
+the pretraining chapter's benchmark (``benchmarks/pretraining.py --word-order``) fine-tunes the chapter's BERT
+against the same network drawn at random: masked-LM pretraining on the reviews teaches which word follows
+which, which a few thousand labels cannot teach a network drawn at random.
 """
 from __future__ import annotations
 
