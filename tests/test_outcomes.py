@@ -19,9 +19,10 @@ ASSIGNMENTS = assignments()
 #: Assignments whose trained part does not declare its OUTCOME yet (none now): this set may only shrink.
 PENDING: set[str] = set()
 #: How far a re-measured outcome may be from the declared one (relative): the same run on another CPU may
-#: round differently. Some margins are narrower than this (the transformer's: 0.043 nats in 4.7, 0.9%), so the
-#: re-measured runs must besides fall on their side of the bar.
-REL = 0.01
+#: round differently, and 450 steps of an LSTM carry it further (rnnlm's seed 9: 7.0 declared, 7.077 on another
+#: machine's Intel Xeon, 1.1%). Some margins are narrower than this (the
+#: transformer's: 0.043 nats in 4.7, 0.9%), so the re-measured runs must besides fall on their side of the bar.
+REL = 0.02
 
 
 def _outcome(name: str) -> dict | None:

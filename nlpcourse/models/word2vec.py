@@ -358,8 +358,8 @@ class Word2Vec:
             on_report: Callable[[dict], None] | None = None) -> History:
         """Train on ``corpus`` for ``config.epochs`` epochs; returns a History with ``reports`` entries
         of ``loss`` (mean loss per prediction since the previous report, over one batch in
-        ``LOSS_EVERY``: the loss costs time, the gradients do not need it), ``lr`` and ``words``; a
-        report waits until a sampled batch has a loss to give, so it is never a made-up 0.
+        ``LOSS_EVERY``: the loss costs time, the gradients do not need it; and of the block that ends an
+        interval none was sampled in, so that a report is never a made-up 0), ``lr`` and ``words``.
 
         Deterministic: the same config (seed included) and corpus give bitwise-identical vectors and
         history on the CPU, and on CUDA on the same GPU model and software; a CUDA run is not the CPU
@@ -391,14 +391,16 @@ class Word2Vec:
             for s in range(0, N, cfg.batch_size):
                 progress_words = done + s / N * len(ids)
                 lr = max(cfg.min_lr, lr0 - (lr0 - cfg.min_lr) * progress_words / total)
-                sampled = (s // cfg.batch_size) % LOSS_EVERY == 0  # the loss of one block in LOSS_EVERY
+                words_now = done + min(s + cfg.batch_size, N) / N * len(ids)
+                last = epoch == cfg.epochs - 1 and s + cfg.batch_size >= N
+                due = words_now >= next_report or last  # a report after this block
+                # the loss of one block in LOSS_EVERY, and of a block that ends an interval none was sampled in
+                sampled = (s // cfg.batch_size) % LOSS_EVERY == 0 or (due and pairs == 0)
                 loss, predictions = self._block(e_ids, e_sent, radius, s, min(s + cfg.batch_size, N), lr, sampled)
                 if sampled:
                     loss_sum, pairs = loss_sum + loss, pairs + predictions
-                words_now = done + min(s + cfg.batch_size, N) / N * len(ids)
                 bar.update(int(words_now) - bar.n)
-                last = epoch == cfg.epochs - 1 and s + cfg.batch_size >= N
-                if pairs and (words_now >= next_report or last):  # no sampled loss yet: the report waits
+                if due and pairs:  # (a block without a single prediction: the report waits for one)
                     row = {"loss": loss_sum / pairs, "lr": lr, "words": int(words_now), "epoch": epoch}
                     history.log(**row)
                     if on_report is not None:
