@@ -19,6 +19,7 @@ import pytest
 
 from grader.course import SOLUTIONS, assignments, load_assignment
 from grader.notebook import nbgrader_meta
+from grader.publish import trivial
 from grader.sandbox import sandbox_available
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,18 +151,25 @@ def public_lines() -> set[str]:
     return lines
 
 
+def _telling(line: str) -> bool:
+    """Whether a stripped source line is long enough, and worded enough, to give an answer away: the
+    publisher's rule (:func:`grader.publish.trivial`) on lines of at least 12 characters."""
+    return len(line) >= 12 and not trivial(line)
+
+
 def secret_lines() -> tuple[set[str], set[str]]:
-    """(hidden-test lines, solution lines) of every source notebook: stripped, at least 12 characters,
-    and not published anyway (:func:`public_lines`)."""
+    """(hidden-test lines, solution lines) of every source notebook: stripped, :func:`_telling` (a table
+    rule ``|---|---|---|---|`` gives nothing away, and is part of every wider one), and not published
+    anyway (:func:`public_lines`)."""
     hidden, solution = set(), set()
     public = public_lines()
     for src in sorted(SOLUTIONS.glob("*/*.ipynb")):
         nb = nbformat.read(str(src), as_version=4)
         for cell in nb.cells:
             hidden |= {ln for ln in _regions(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
-                       if len(ln) >= 12 and ln not in public}
+                       if _telling(ln) and ln not in public}
             solution |= {ln for ln in _regions(cell.source, "### BEGIN SOLUTION", "### END SOLUTION")
-                         if len(ln) >= 12 and ln not in public}
+                         if _telling(ln) and ln not in public}
     assert hidden and solution
     return hidden, solution
 
