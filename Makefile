@@ -36,7 +36,9 @@ $(VENDOR): package.json package-lock.json scripts/vendor_js.py scripts/widgets_s
 
 # The book is built with no network (bubblewrap, new network namespace) wherever bwrap can run. Its chapters
 # are executed first, two at a time, into the build's cache (scripts/execute_chapters.py); the build then
-# renders them from the cache.
+# renders them from the cache. Then every chapter and assignment as a notebook that opens in Colab and Binder,
+# into the site's launch/ folder (scripts/launch_notebooks.py: the repository from $NLPCOURSE_REPOSITORY or
+# _config.yml, the revision from $NLPCOURSE_REVISION or git).
 book: setup sysdeps
 	@if command -v bwrap >/dev/null 2>&1 && bwrap --dev-bind / / --unshare-net true 2>/dev/null; then \
 	  echo "building offline (bubblewrap, no network)"; offline="bwrap --dev-bind / / --unshare-net"; \
@@ -46,6 +48,7 @@ book: setup sysdeps
 	start=$$(date +%s); \
 	$$offline $(PY) scripts/execute_chapters.py --jobs 2; \
 	$$offline $(VENV)/bin/jupyter-book build . --keep-going -W -n; \
+	$(PY) scripts/launch_notebooks.py --out _build/html/launch; \
 	echo "== stage book: $$(( $$(date +%s) - start )) s"
 
 # Installed when missing and we may (root with apt-get); otherwise the browser test skips outside CI.
@@ -69,7 +72,7 @@ test: setup sysdeps book
 	$(VENV)/bin/ruff check .
 	start=$$(date +%s); chapters=$$($(PY) scripts/executed_chapters.py --out _build/executed); \
 	$(PY) -m pytest -n 2 --dist loadfile $$chapters \
-	  --nbval --nbval-current-env --nbval-cell-timeout=900 --nbval-sanitize-with tests/nbval_sanitize.cfg; \
+	  --nbval --nbval-current-env --nbval-cell-timeout=3600 --nbval-sanitize-with tests/nbval_sanitize.cfg; \
 	echo "== stage nbval: $$(( $$(date +%s) - start )) s"
 	start=$$(date +%s); $(PY) -m pytest -n 2 --dist loadfile -m "not grading" tests $(wildcard solutions) \
 	  --durations=15; echo "== stage library: $$(( $$(date +%s) - start )) s"

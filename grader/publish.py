@@ -36,6 +36,7 @@ PUBLIC = frozenset({
     "book", "notebooks", "nlpcourse", "grader", "tests", "data", "scripts", "benchmarks", ".github", ".ci",
     "_config.yml", "_toc.yml", "environment.yml", "README.md", "Makefile", "pyproject.toml", "package.json",
     "package-lock.json", "LICENSE", "references.bib", ".gitignore",
+    "binder", "setup.py", "MANIFEST.in",  # the student install: Binder's environment, the wheel's data
 })
 #: The top-level entries that are never published: the instructors' side (solutions, hidden tests, references,
 #: planted bugs) and the grading workspace (gradebook, submissions, the seeds' secret).

@@ -254,6 +254,6 @@ def test_graded_data_builds_what_the_notebooks_then_find_in_their_caches(chapter
     notebook = Path(__file__).resolve().parents[1] / "solutions" / "pretraining" / "pretraining.ipynb"
     if notebook.exists():  # the public copy has no solutions/
         source = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"])
-        for call in ('_pretrained = nlpcourse.load_checkpoint(CHECKPOINTS / "gpt_reviews.pt"',
+        for call in ('_pretrained = nlpcourse.load_checkpoint(checkpoint_path("gpt_reviews.pt")',
                      'review_pieces(_pretrained.extra["tokenizer"], 64)'):
             assert call in source, call

@@ -171,6 +171,9 @@ def _toc_files(node) -> list[str]:
 #: A path that a chapter's code builds from the repository's root: ``ROOT / "data" / "checkpoints" / "cnn.pt"``,
 #: ``CHECKPOINTS / f"seq2seq_{name}.pt"``.
 PATH_EXPRESSION = re.compile(r'\b(ROOT|REPO|CHECKPOINTS)((?:\s*/\s*f?"[^"\n]*")+)')
+#: A file a chapter asks the library for: ``checkpoint_path(f"seq2seq_{name}.pt")``, ``benchmark_results("cnn")``.
+LIBRARY_FILE = re.compile(r'\b(checkpoint_path|benchmark_results)\(f?"([^"\n]*)"\)')
+LIBRARY_FOLDER = {"checkpoint_path": ("data/checkpoints", ""), "benchmark_results": ("benchmarks/results", ".json")}
 
 
 def test_what_the_book_build_reads_is_in_the_copy(public):
@@ -206,11 +209,19 @@ def test_what_the_book_build_reads_is_in_the_copy(public):
             pattern = "/".join(re.sub(r"\{[^}]*\}", "*", p) for p in re.findall(r'"([^"]*)"', parts))
             assert list(folder.glob(pattern)), (page.name, f"{base} / {pattern}")
             paths += 1
+        for function, name in LIBRARY_FILE.findall(text):
+            folder, suffix = LIBRARY_FOLDER[function]
+            pattern = re.sub(r"\{[^}]*\}", "*", name) + suffix
+            assert list((copy / folder).glob(pattern)), (page.name, f"{function}({name!r})")
+            paths += 1
         code = "\n".join(re.findall(r"```\{code-cell\}.*?\n(.*?)```", text, flags=re.S))
         assert "solutions" not in code and "_grading" not in code, page.name
     assert paths >= 25  # the chapters' checkpoints, benchmark tables and literal includes
 
     registry = json.loads((copy / "data" / "registry.json").read_text())
+    for name, entry in registry.pop("checkpoints").items():  # the trained models a student's install fetches
+        data = copy / "data" / "checkpoints" / name
+        assert hashlib.sha256(data.read_bytes()).hexdigest() == entry["sha256"], name
     for name, entry in registry.items():
         data = copy / "data" / entry["file"]
         assert hashlib.sha256(data.read_bytes()).hexdigest() == entry["sha256"], name

@@ -18,7 +18,12 @@ import http.server
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 import threading
+from contextlib import contextmanager
+from html import unescape
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -86,22 +91,27 @@ def site_root() -> Path:
     return SITE
 
 
-@pytest.fixture(scope="session")
-def base_url(site_root: Path):
+@contextmanager
+def _serve(folder: Path):
+    """``folder`` served on the loopback address while the block runs; yields its URL."""
     class QuietHandler(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):  # keep pytest output clean
             pass
 
-    handler = functools.partial(QuietHandler, directory=str(site_root))
+    handler = functools.partial(QuietHandler, directory=str(folder))
     server = http.server.ThreadingHTTPServer((HOST, 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://{HOST}:{server.server_address[1]}/"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def base_url(site_root: Path):
+    with _serve(site_root) as url:
+        yield url
 
 
 class PageRecorder:
@@ -392,17 +402,40 @@ def _repository_url() -> str:
 _BUTTON_HREF = re.compile(
     r"<a\s+href=[\"']([^\"']*)[\"'][^>]*\bclass=[\"'][^\"']*\bbtn-source-[a-z-]+", re.I
 )
+_LAUNCH_HREF = re.compile(r'<a\s+href="([^"]*)"[^>]*\btitle="Launch on (\w+)"')
+_BUILT_FOR = re.compile(r'<meta name="nlpcourse:repository" content="([^"]*)"')
+
+
+def _built_repository(html: str) -> str:
+    """The repository the page was built for: its nlpcourse:repository tag (book/_ext/course_repository.py:
+    $NLPCOURSE_REPOSITORY at build time, else _config.yml's), else, on a page built before the tag, _config.yml's."""
+    found = _BUILT_FOR.search(html)
+    return unescape(found.group(1)) if found else _repository_url()
+
+
+def _launch_notebook_urls(repository: str, docname: str) -> dict[str, str]:
+    """Where the Colab and Binder buttons of page ``docname`` must point: its notebook on the branch `launch`
+    (scripts/launch_notebooks.py), with the services of _config.yml's `launch_buttons:`."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["launch_buttons"]
+    org_repo = repository.removeprefix("https://github.com/")
+    ui = {"jupyterlab": "lab/tree", "classic": "tree"}[config.get("notebook_interface", "classic")]
+    return {"Colab": f"{config['colab_url'].rstrip('/')}/github/{org_repo}/blob/launch/{docname}.ipynb",
+            "Binder": f"{config['binderhub_url'].rstrip('/')}/v2/gh/{org_repo}/launch?urlpath={ui}/{docname}.ipynb"}
 
 
 @pytest.mark.parametrize("page_path", PAGES)
 def test_buttons_link_only_to_the_configured_repository(site_root, page_path):
-    """Repository, issue and launch buttons exist only with `repository: url:` and use it.
+    """Repository, issue and launch buttons exist only with a repository and use it.
 
-    Without the setting (a course fork fills it in) no button may point at a repository
-    that does not exist; chapters still offer their .ipynb download.
+    Without one (`repository: url:` of _config.yml, which a course fork fills in, or $NLPCOURSE_REPOSITORY at
+    build time, which the publishing workflow sets) no button may point at a repository that does not exist;
+    chapters still offer their .ipynb download. With one, a chapter's Colab and Binder buttons open its
+    notebook on the branch `launch`, and a site built by `make book` holds that notebook in launch/.
     """
     html = (site_root / page_path).read_text(encoding="utf-8")
-    url = _repository_url()
+    url = _built_repository(html)
     repo_links = _BUTTON_HREF.findall(html)
     if not url:
         assert not repo_links, f"{page_path}: repository buttons without a repository URL"
@@ -413,6 +446,12 @@ def test_buttons_link_only_to_the_configured_repository(site_root, page_path):
     else:
         wrong = [h for h in repo_links if not h.startswith(url)]
         assert not wrong, f"{page_path}: buttons that do not link to {url}: {wrong}"
+        docname = page_path.removesuffix(".html")
+        if "cell_input" in html and url.startswith("https://github.com/"):
+            launch_links = {name: unescape(href) for href, name in _LAUNCH_HREF.findall(html)}
+            assert launch_links == _launch_notebook_urls(url, docname), page_path
+            if (site_root / "launch").is_dir():
+                assert (site_root / "launch" / f"{docname}.ipynb").is_file(), f"launch/{docname}.ipynb is missing"
     if "cell_input" in html:
         notebook = re.search(r'href="([^"]+\.ipynb)"[^>]*btn-download-notebook-button', html)
         assert notebook, f"{page_path}: no .ipynb download button"
@@ -420,11 +459,106 @@ def test_buttons_link_only_to_the_configured_repository(site_root, page_path):
         assert target.resolve().is_file(), f"{page_path}: {notebook.group(1)} is missing"
 
 
+EXAMPLE_REPOSITORY = "https://github.com/example/course"
+
+
+def _cached_chapter(cache: Path) -> str | None:
+    """The first chapter of _toc.yml whose executed notebook the build's cache holds for its current source,
+    so that a rebuild renders it without running it; None when there is none (the cache is out of date)."""
+    import yaml
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    db = get_cache(str(cache))
+    for chapter in [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]:
+        text = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
+        if "\nkernelspec:" not in text.split("\n---\n", 1)[0]:
+            continue
+        try:
+            db.match_cache_notebook(read_myst_markdown_notebook(text, MdParserConfig()))
+        except KeyError:
+            continue
+        return chapter
+    return None
+
+
+def _build_for_repository(out: Path, chapter: str) -> subprocess.CompletedProcess:
+    """`make book`'s two steps for the root page and ``chapter`` only, with $NLPCOURSE_REPOSITORY set: Jupyter
+    Book (the chapter from the copy of the cache in ``out``, never executed) and the launch notebooks."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    # The root page is rendered without running it; a chapter missing from the cache fails in seconds.
+    config["execute"].update(cache=str(out / "_build" / ".jupyter_cache"), exclude_patterns=[f"{toc['root']}.md"],
+                             timeout=10)
+    sphinx = config["sphinx"]  # local extensions are found relative to the config file's folder
+    sphinx["local_extensions"] = {k: str(ROOT / v) for k, v in sphinx["local_extensions"].items()}
+    # sort_keys=False: the widget scripts (nb_ipywidgets_js) load in the order they are listed.
+    (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (out / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": toc["root"],
+                                                   "chapters": [{"file": chapter}]}), encoding="utf-8")
+    env = {**os.environ, "NLPCOURSE_REPOSITORY": EXAMPLE_REPOSITORY, "NLPCOURSE_REVISION": "0" * 40,
+           "NLPCOURSE_PROGRESS": "0"}
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+    build = subprocess.run([jupyter_book, "build", ".", "--config", str(out / "_config.yml"), "--toc",
+                            str(out / "_toc.yml"), "--path-output", str(out)],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if build.returncode != 0:
+        return build
+    launch = subprocess.run([sys.executable, "scripts/launch_notebooks.py", "--out", str(out / "_build/html/launch")],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.CompletedProcess(build.args, launch.returncode, build.stdout + launch.stdout,
+                                       build.stderr + launch.stderr)
+
+
+@pytest.mark.slow
+def test_site_built_for_a_repository_opens_the_chapter_notebook_in_colab(site_root, browser, tmp_path):
+    """The publishing workflow's build: with $NLPCOURSE_REPOSITORY set, a chapter's Colab button (in Chromium)
+    opens its notebook on the branch `launch`, which the site's launch/ folder holds. The chapter is rendered
+    from the build's executed notebooks (a copy of _build/.jupyter_cache), not run again."""
+    cache = ROOT / "_build" / ".jupyter_cache"
+    if not cache.is_dir():
+        pytest.skip(f"{cache} is missing (run `make book` first)")
+    shutil.copytree(cache, tmp_path / "_build" / ".jupyter_cache")  # the rebuild leaves the real cache alone
+    chapter = _cached_chapter(tmp_path / "_build" / ".jupyter_cache")
+    if chapter is None:
+        pytest.skip("no chapter's executed notebook in _build/.jupyter_cache matches its source (run `make book`)")
+    build = _build_for_repository(tmp_path, chapter)
+    log = build.stdout + build.stderr
+    assert build.returncode == 0, log[-3000:]
+    assert "Executing notebook" not in log, "the rebuild ran a notebook instead of reusing the cache"
+    html_root = tmp_path / "_build" / "html"
+    expected = _launch_notebook_urls(EXAMPLE_REPOSITORY, chapter)["Colab"]
+    assert expected == f"https://colab.research.google.com/github/example/course/blob/launch/{chapter}.ipynb"
+    with _serve(html_root) as url:
+        recorder = PageRecorder(browser, url)
+        try:
+            page = recorder.page
+            page.goto(f"{url}{chapter}.html", wait_until="load")
+            page.locator(".dropdown-launch-buttons button").first.click()
+            # By its text: Bootstrap's tooltip takes the link's title attribute away.
+            colab = page.locator(".dropdown-launch-buttons a", has_text="Colab").first
+            colab.wait_for(state="visible")
+            assert colab.get_attribute("href") == expected
+            assert recorder.problems() == []
+        finally:
+            recorder.close()
+    notebook = html_root / "launch" / f"{chapter}.ipynb"
+    assert notebook.is_file(), f"{notebook} is missing"
+    assert f"git+{EXAMPLE_REPOSITORY}@{'0' * 40}" in notebook.read_text(encoding="utf-8")
+    if (site_root / "launch").is_dir():  # the site `make book` built holds it too
+        assert (site_root / "launch" / f"{chapter}.ipynb").is_file()
+
+
 def test_data_page_credits_every_bundled_corpus():
     """book/data.md lists every file of data/registry.json (no build needed)."""
     registry = json.loads((ROOT / "data" / "registry.json").read_text(encoding="utf-8"))
     text = (ROOT / "book" / "data.md").read_text(encoding="utf-8")
-    missing = [entry["file"] for entry in registry.values() if f"`{entry['file']}`" not in text]
+    corpora = [entry for name, entry in registry.items() if name != "checkpoints"]  # models: the next test
+    missing = [entry["file"] for entry in corpora if f"`{entry['file']}`" not in text]
     assert not missing, f"book/data.md does not credit: {missing}"
 
 

@@ -5,7 +5,9 @@ network) and against its rule that every job has a `timeout-minutes`; every `run
 every action is pinned to a release tag or a commit, never a branch. The Pages workflow
 (`.github/workflows/pages.yml`) must run the README's own `make book`, upload `_build/html` with
 `actions/upload-pages-artifact` after it and deploy it with `actions/deploy-pages` in the `github-pages`
-environment, with the permissions the deployment needs, on a push to main and by hand. Each check is also run
+environment, with the permissions the deployment needs, on a push to main and by hand; its build gets the
+repository and commit (NLPCOURSE_REPOSITORY, NLPCOURSE_REVISION) and then pushes the notebooks the launch buttons
+open as the branch `launch` (scripts/launch_notebooks.py). Each check is also run
 on a broken copy of the workflow, so that it is seen to fail.
 """
 from __future__ import annotations
@@ -161,6 +163,38 @@ def pages_findings(workflow: dict) -> list[str]:
     return found
 
 
+def launch_findings(workflow: dict) -> list[str]:
+    """The build knows the repository and commit (NLPCOURSE_REPOSITORY, NLPCOURSE_REVISION: the launch buttons),
+    and after it the job writes the launch notebooks and force-pushes them as the branch `launch`."""
+    found = []
+    expected = {"NLPCOURSE_REPOSITORY": "github.repository", "NLPCOURSE_REVISION": "github.sha"}
+    all_steps = list(steps(workflow))
+    builds = [(n, j, i, s) for n, j, i, s in all_steps
+              if any(line.strip() == "make book" for line in str(s.get("run", "")).splitlines())]
+    for name, _, i, step in builds:
+        env = step.get("env") or {}
+        for var, value in expected.items():
+            if value not in str(env.get(var, "")):
+                found.append(f"job {name}, step {i} (make book): {var} is not set from {value}")
+    pushes = []
+    for name, job, i, step in all_steps:
+        script = str(step.get("run", "")).replace("\\\n", " ")  # a command continued on the next line
+        if "scripts/launch_notebooks.py" in script and re.search(r"git\b.*\bpush\b.*--force.*\blaunch\b", script):
+            pushes.append((name, job, i, step))
+    if len(pushes) != 1:
+        return found + [f"{len(pushes)} steps write the launch notebooks and force-push the branch launch, not one"]
+    name, job, i, step = pushes[0]
+    if not any(n == name and b < i for n, _, b, _ in builds):
+        found.append("the launch notebooks are not pushed after `make book` in the same job")
+    if permission(workflow, job, "contents") != "write":
+        found.append(f"job {name} pushes the branch launch without `contents: write`")
+    env = step.get("env") or {}
+    for var, value in expected.items():
+        if value not in str(env.get(var, "")):
+            found.append(f"job {name}, step {i} (launch notebooks): {var} is not set from {value}")
+    return found
+
+
 def python_findings(workflow: dict) -> list[str]:
     """actions/setup-python's version satisfies requires-python and is environment.yml's python."""
     found = []
@@ -192,6 +226,10 @@ def test_pages_workflow_builds_and_publishes_the_book():
     assert pages_findings(load(PAGES)) == []
 
 
+def test_pages_workflow_pushes_the_launch_notebooks():
+    assert launch_findings(load(PAGES)) == []
+
+
 def test_pages_workflow_pins_official_actions():
     used = {s["uses"] for _, _, _, s in steps(load(PAGES)) if "uses" in s}
     assert {action(u) for u in used} >= {"actions/checkout", "actions/setup-python", "actions/setup-node",
@@ -211,6 +249,11 @@ BROKEN = {
     "other environment": (("name: github-pages", "name: production"), pages_findings, "github-pages"),
     "other python": (('python-version: "3.11"', 'python-version: "3.10"'), python_findings, "3.10"),
     "broken script": (("          fi\n", ""), script_findings, "job build"),
+    "no revision": (("NLPCOURSE_REVISION: ${{ github.sha }}\n        run: make book",
+                     "NLPCOURSE_SHA: ${{ github.sha }}\n        run: make book"),
+                    launch_findings, "NLPCOURSE_REVISION"),
+    "no push": (("HEAD:refs/heads/launch", "HEAD:refs/heads/pages"), launch_findings, "force-push"),
+    "contents: read": (("contents: write", "contents: read"), launch_findings, "contents: write"),
 }
 
 

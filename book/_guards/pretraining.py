@@ -109,11 +109,12 @@ assert round(100 * auc_all["diff_mean"], 1) == 1.0 and auc_all["diff_ci95"][0] >
 bert_run = bert_ck.extra["settings"]
 assert gpt_ck.extra["train_config"]["epochs"] == 8
 assert round(bert_run["steps"] * bert_run["batch"] / len(parts[0])) == 25
-elmo_curve = json.loads((ROOT / "benchmarks" / "results" / "elmo_tagger.json")
-                        .read_text())["curve"]
+elmo_curve = benchmark_results("elmo_tagger")["curve"]
 assert elmo_curve[0]["labels"] == 100 and round(100 * elmo_curve[0]["diff_mean"], 1) == 2.9
+from nlpcourse.data.registry import repository_root  # noqa: E402  (guards run in a checkout)
+
 spec = importlib.util.spec_from_file_location("pretrain_bert",
-                                              ROOT / "scripts" / "pretrain_bert.py")
+                                              repository_root() / "scripts" / "pretrain_bert.py")
 pretrain_bert = importlib.util.module_from_spec(spec)
 sys.modules["pretrain_bert"] = pretrain_bert
 spec.loader.exec_module(pretrain_bert)
@@ -347,7 +348,7 @@ assert round(statistics.fmean(gain_at[1000]["plain"]), 3) == 0.886
 assert gain_at[100]["diff_mean"] > 3 * max(gain_at[300]["diff_mean"], gain_at[1000]["diff_mean"])
 assert [round(c["tokens"], -3) for c in tag_curve] == [2000, 6000, 20000]
 assert len(tagging.train) == 45919
-seq2seq_tagger = json.loads((RESULTS / "seq2seq.json").read_text())["tagger"]
+seq2seq_tagger = benchmark_results("seq2seq")["tagger"]
 assert round(seq2seq_tagger["accuracy"], 3) == 0.968
 tagger_setup = tagger_bench["setup"]
 assert tagger_setup["seeds"] == 5 and tagger_setup["batch"] == 16

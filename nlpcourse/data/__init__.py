@@ -1,5 +1,11 @@
 """Data: the registry of bundled corpora, tokenizers, vocabularies, batching and splits."""
 from .batching import Batch, bucket_batches, lm_batches, lm_stream, pad_batch
+from .checkpoints import (
+    CHECKPOINT_URL_ENV,
+    benchmark_results,
+    checkpoint_path,
+    checkpoint_registry,
+)
 from .corpora import (
     Review,
     load_brown,
@@ -28,6 +34,7 @@ from .word_order import review_order_pieces, word_order_split
 
 __all__ = [
     "BOS",
+    "CHECKPOINT_URL_ENV",
     "DATASETS",
     "EOS",
     "PAD",
@@ -41,9 +48,12 @@ __all__ = [
     "Review",
     "ReviewSplit",
     "Vocab",
+    "benchmark_results",
     "bucket_batches",
     "cache_dir",
     "char_tokenize",
+    "checkpoint_path",
+    "checkpoint_registry",
     "data_dir",
     "dataset_info",
     "dataset_path",

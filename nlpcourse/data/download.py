@@ -191,57 +191,69 @@ def _progress(stream: object, filename: str):
 
 
 def _fetch(spec: StandardSet, remote: RemoteFile, folder: Path, timeout: float, opener: Opener) -> Path:
-    target = folder / remote.filename
-    if target.is_file() and _file_sha256(target) == remote.sha256:
+    hint = f"{_fallback_hint(spec)}, or copy {remote.filename} into {folder}"
+    return fetch_verified(remote.url, folder / remote.filename, remote.sha256,
+                          f"{spec.name} ({remote.filename}) from {remote.url}", hint, timeout, opener)
+
+
+def fetch_verified(url: str, target: Path, sha256: str, what: str, hint: str, timeout: float,
+                   opener: Opener | None = None) -> Path:
+    """``target``, downloaded from ``url`` unless it is already there with the given SHA-256.
+
+    The bytes go to a temporary file beside ``target`` and take its name only once their digest matched,
+    so ``target`` never holds a half-written or unverified file. A failure raises :class:`DataError` naming
+    ``what`` and ending with ``hint`` (what to do instead)."""
+    if target.is_file() and _file_sha256(target) == sha256:
         return target  # cached and intact
-    what = f"{spec.name} ({remote.filename}) from {remote.url}"
+    opener = opener or _default_opener
 
     def failed(exc: BaseException) -> DataError:
         if isinstance(exc, urllib.error.HTTPError):
             reason = f"the server answered HTTP {exc.code} {exc.reason}; the file may have moved"
         else:
             reason = f"{getattr(exc, 'reason', None) or exc}; you seem to be offline"
-        return DataError(
-            f"cannot download {what}: {reason}. {_fallback_hint(spec)}, "
-            f"or copy {remote.filename} into {folder}"
-        )
+        return DataError(f"cannot download {what}: {reason}. {hint}")
 
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{remote.filename}.", suffix=".part", dir=folder)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     tmp = Path(tmp_name)
     try:
-        digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out:
             try:
-                stream = opener(remote.url, timeout)
-            except (OSError, http.client.HTTPException) as exc:  # URLError, socket timeout, refused...
+                stream = opener(url, timeout)
+            except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError, refused, bad URL...
                 raise failed(exc) from exc
-            bar = _progress(stream, remote.filename)
-            with contextlib.closing(stream):
-                try:
-                    while True:
-                        try:
-                            chunk = stream.read(_CHUNK)
-                        except (OSError, http.client.HTTPException) as exc:  # cut mid-transfer
-                            raise failed(exc) from exc
-                        if not chunk:
-                            break
-                        digest.update(chunk)
-                        out.write(chunk)
-                        if bar is not None:
-                            bar.update(len(chunk))
-                finally:
-                    if bar is not None:
-                        bar.close()
-        actual = digest.hexdigest()
-        if actual != remote.sha256:
+            actual = _copy(stream, out, target.name, failed)
+        if actual != sha256:
             raise DataError(
-                f"checksum mismatch for {what}: expected SHA-256 {remote.sha256}, got {actual}; "
+                f"checksum mismatch for {what}: expected SHA-256 {sha256}, got {actual}; "
                 "the download was discarded (the server may serve a different version, or the transfer was cut)"
             )
         os.replace(tmp, target)  # atomic: the final name only ever holds a verified file
         return target
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _copy(stream: BinaryIO, out: BinaryIO, name: str, failed: Callable[[BaseException], DataError]) -> str:
+    """Copy ``stream`` into ``out`` (with a progress bar when the size is known); the SHA-256 of the bytes."""
+    digest = hashlib.sha256()
+    bar = _progress(stream, name)
+    with contextlib.closing(stream):
+        try:
+            while True:
+                try:
+                    chunk = stream.read(_CHUNK)
+                except (OSError, http.client.HTTPException) as exc:  # cut mid-transfer
+                    raise failed(exc) from exc
+                if not chunk:
+                    return digest.hexdigest()
+                digest.update(chunk)
+                out.write(chunk)
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
 
 
 def download(

@@ -28,24 +28,46 @@ class DatasetInfo:
     citation: str  # how to credit it
 
 
+#: The key of ``registry.json`` that lists the trained models (``data/checkpoints/``) instead of a corpus.
+CHECKPOINTS_KEY = "checkpoints"
+
+
+def repository_root() -> Path | None:
+    """The course repository this package is imported from (an editable install), or None (a wheel)."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "data" / "registry.json").is_file() and (root / "pyproject.toml").is_file() else None
+
+
+def package_data_dir() -> Path:
+    """Where a built wheel keeps its copy of the corpora and the benchmark results (``nlpcourse/_data``)."""
+    return Path(__file__).resolve().parents[1] / "_data"
+
+
 def data_dir() -> Path:
-    """The folder holding the bundled corpora: ``$NLPCOURSE_DATA_DIR`` or the repository's ``data/``."""
+    """The folder holding the bundled corpora: ``$NLPCOURSE_DATA_DIR``, else the repository's ``data/``
+    when the package is imported from a checkout, else the copy inside the installed package."""
     env = os.environ.get(DATA_ENV)
     if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "data"
+        return Path(env).expanduser()
+    root = repository_root()
+    return root / "data" if root is not None else package_data_dir()
+
+
+def raw_registry(folder: Path | None = None) -> dict:
+    """``registry.json`` of ``folder`` (default :func:`data_dir`) as written: corpora and checkpoints."""
+    path = Path(folder or data_dir()) / "registry.json"
+    if not path.is_file():
+        raise DataError(f"no dataset registry at {path} (set {DATA_ENV} to the course's data/ folder)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"dataset registry {path} is not valid JSON: {exc}") from exc
 
 
 @lru_cache(maxsize=4)
 def _load_registry(folder: str) -> dict[str, DatasetInfo]:
-    path = Path(folder) / "registry.json"
-    if not path.is_file():
-        raise DataError(f"no dataset registry at {path} (set {DATA_ENV} to the course's data/ folder)")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"dataset registry {path} is not valid JSON: {exc}") from exc
-    return {name: DatasetInfo(name=name, **fields) for name, fields in raw.items()}
+    raw = raw_registry(Path(folder))
+    return {name: DatasetInfo(name=name, **fields) for name, fields in raw.items() if name != CHECKPOINTS_KEY}
 
 
 def registry() -> dict[str, DatasetInfo]:

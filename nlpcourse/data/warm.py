@@ -9,21 +9,20 @@ before). A forked kernel gets its own copy of what is built here: nothing one st
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 
 def graded_data() -> None:
     """Build and cache what the assignments' trained parts load (see the module's docstring)."""
     import nlpcourse
     from nlpcourse.models.gpt import gpt_from_config
 
+    from .checkpoints import checkpoint_path
     from .lm_corpus import lm_corpus
     from .review_split import review_pieces
     from .translation import verse_pairs
     from .word_order import word_order_split
 
     word_order_split()  # cnn: TASKS["order"]() and the notebook's task_data("order")
-    checkpoint = Path(nlpcourse.__file__).resolve().parents[1] / "data" / "checkpoints" / "gpt_reviews.pt"
+    checkpoint = checkpoint_path("gpt_reviews.pt")
     tokenizer = nlpcourse.load_checkpoint(checkpoint, build=gpt_from_config).extra["tokenizer"]
     review_pieces(tokenizer, 64)  # pretraining: review_data() and review_quality()
     verse_pairs()  # seq2seq and transformer: translation_split() reads them
