@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import site
 import subprocess
 import sys
@@ -27,15 +26,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY, REVISION = "https://github.com/example/course", "0123456789abcdef0123456789abcdef01234567"
 CHAPTER, ASSIGNMENT = "building_blocks", "word2vec"
-#: What the wheel is built from (setup.py copies data/ and benchmarks/results/ into it).
-SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "nlpcourse", "grader",
-           "data", "benchmarks/results"]
-
 pytestmark = pytest.mark.slow
 
 
-def _launch():
-    spec = importlib.util.spec_from_file_location("launch_notebooks", ROOT / "scripts" / "launch_notebooks.py")
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -52,18 +47,8 @@ def _run(cmd: list[str], env: dict | None = None, cwd: Path | None = None, check
 def student(tmp_path_factory) -> dict:
     """A fresh environment with the wheel installed; its python, environment variables and working folder."""
     tmp = tmp_path_factory.mktemp("student")
-    src = tmp / "source"
-    for name in SOURCES:
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "checkpoints", "_data", "_origin.json")
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=ignore)
-        else:
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
-    build_env = {**os.environ, "NLPCOURSE_REPOSITORY": REPOSITORY, "NLPCOURSE_REVISION": REVISION}
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", str(src),
-          "-w", str(tmp / "wheel")], env=build_env)
-    (wheel,) = (tmp / "wheel").glob("nlpcourse-*.whl")
+    wheel = _script("install_size").build_wheel(tmp, {"NLPCOURSE_REPOSITORY": REPOSITORY,
+                                                      "NLPCOURSE_REVISION": REVISION})
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
@@ -115,7 +100,7 @@ def _execute(student: dict, nb: nbformat.NotebookNode, name: str) -> tuple[nbfor
 
 
 def test_a_chapter_notebook_runs_top_to_bottom(student):
-    nb = _launch().chapter_notebook(ROOT / "book" / f"{CHAPTER}.md", REPOSITORY, REVISION)
+    nb = _script("launch_notebooks").chapter_notebook(ROOT / "book" / f"{CHAPTER}.md", REPOSITORY, REVISION)
     ran, seconds = _execute(student, nb, CHAPTER)
     code = [c for c in ran.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code) and not [o for c in code for o in c.outputs
@@ -144,7 +129,8 @@ def _completed(name: str) -> nbformat.NotebookNode:
 
 
 def test_a_completed_assignment_runs_top_to_bottom(student):
-    nb = _launch().assignment_notebook(ROOT / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", REPOSITORY, REVISION)
+    released = ROOT / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = _script("launch_notebooks").assignment_notebook(released, REPOSITORY, REVISION)
     done = _completed(ASSIGNMENT)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in done.cells}
     for cell in nb.cells:
