@@ -13,7 +13,7 @@ from importlib import metadata
 
 from packaging.requirements import Requirement
 
-from .errors import CourseError
+from .errors import ConfigError
 
 
 def installed_version(name: str) -> str | None:
@@ -30,7 +30,7 @@ def requirements(dist: str = "nlpcourse") -> list[Requirement]:
     try:
         declared = metadata.requires(dist) or []
     except metadata.PackageNotFoundError:
-        raise CourseError(f"{dist} is not installed: install it first "
+        raise ConfigError(f"{dist} is not installed: install it first "
                           f"(pip install --no-deps {dist} from the course's repository)") from None
     needed = []
     for line in declared:

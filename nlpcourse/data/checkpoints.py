@@ -128,8 +128,8 @@ def _verified(path: Path, info: CheckpointInfo) -> Path:
 def benchmark_results(name: str) -> dict:
     """The measured results of ``benchmarks/<name>.py`` (``benchmarks/results/<name>.json``), which the
     chapters quote: the repository's file in a checkout, the copy inside the package otherwise."""
-    root = repository_root()
-    folder = root / "benchmarks" / "results" if root is not None else package_data_dir() / "results"
+    beside = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # a checkout's
+    folder = beside if beside.is_dir() else package_data_dir() / "results"
     path = folder / f"{name}.json"
     if not path.is_file():
         known = sorted(p.stem for p in folder.glob("*.json"))
