@@ -24,7 +24,8 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -40,7 +41,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
-from .collect import COLLECT_NOTE
+from .collect import COLLECT_NOTE, LMS_NOTE
 from .course import (
     COURSE_ID,
     REPO,
@@ -65,6 +66,7 @@ class Submission:
     notebook: Path | None  # the notebook to grade, None if there is none
     status_hint: str = ""  # "invalid" / "missing" when no notebook can be graded
     note: str = ""  # e.g. "notebook renamed from hw.ipynb"
+    handed_in: dict = field(default_factory=dict)  # what is known of the hand-in (HANDED_IN)
 
 
 def find_submissions(a: Assignment, folder: Path, nested_only: bool = False) -> list[Submission]:
@@ -89,6 +91,12 @@ def find_submissions(a: Assignment, folder: Path, nested_only: bool = False) -> 
 
 def _find_notebook(a: Assignment, d: Path, student: str) -> Submission:
     base = d / a.name if (d / a.name).is_dir() else d
+    sub = _which_notebook(a, d, base, student)
+    sub.handed_in = handed_in(base, sub.notebook)
+    return sub
+
+
+def _which_notebook(a: Assignment, d: Path, base: Path, student: str) -> Submission:
     nb = base / a.notebook
     if nb.is_file():
         return Submission(student, nb)
@@ -102,6 +110,39 @@ def _find_notebook(a: Assignment, d: Path, student: str) -> Submission:
     if noted:
         return Submission(student, None, *noted)
     return Submission(student, None, "missing", f"no {a.notebook} in {d.name}/")
+
+
+#: In each work folder: what is known of the hand-in, for the late policy and the LMS exports
+#: (``source``: canvas, moodle or file; ``lms_id``, ``name``, ``late_flag``, ``submitted_at``, ``file``, ``roster``).
+HANDED_IN = "handed_in.json"
+_HANDED_IN_KEYS = ("lms_id", "name", "late_flag", "submitted_at", "file")
+
+
+def handed_in(base: Path, notebook: Path | None) -> dict:
+    """What ``grader collect`` read from the LMS archive (its ``lms.json`` beside the notebook), or else the
+    notebook file's own modification time (UTC): the time the late policy reads."""
+    note = base / LMS_NOTE
+    try:
+        lms = json.loads(note.read_text()) if note.is_file() and not note.is_symlink() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        lms = None
+    if isinstance(lms, dict) and lms.get("lms") in ("canvas", "moodle"):
+        roster = lms.get("roster") if isinstance(lms.get("roster"), dict) else {}
+        return {"source": lms["lms"], **{k: lms.get(k) for k in _HANDED_IN_KEYS}, "roster": roster}
+    when = None
+    if notebook is not None:
+        when = datetime.fromtimestamp(notebook.stat().st_mtime, UTC).isoformat(timespec="seconds")
+    return {"source": "file", **dict.fromkeys(_HANDED_IN_KEYS), "submitted_at": when, "roster": {}}
+
+
+def write_handed_in(wd: Path, info: dict) -> None:
+    """``HANDED_IN`` in a work folder, rewritten only when it changes (atomically)."""
+    path = wd / HANDED_IN
+    if path.is_file() and _read_json(path) == info:
+        return
+    tmp = wd / (HANDED_IN + ".tmp")
+    tmp.write_text(json.dumps(info, indent=1) + "\n")
+    tmp.replace(path)
 
 
 def _collect_note(path: Path) -> tuple[str, str] | None:
@@ -120,9 +161,72 @@ def _sha256(path: Path | None) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path else "none"
 
 
+SECRET = ".grading_secret"
+
+
+def install_secret(course_dir: Path, secret: Path) -> None:
+    """Put the grading secret of ``secret`` (a file) into ``course_dir``, as every shard of a class needs the
+    same one (the per-student seeds come from it); refused where the course folder holds a different one."""
+    try:
+        value = secret.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GraderError(f"--secret {secret}: cannot be read ({exc})") from None
+    if not value:
+        raise GraderError(f"--secret {secret} is empty")
+    mine = course_dir / SECRET
+    if mine.exists():
+        if mine.read_text().strip() != value:
+            raise GraderError(f"{mine} holds another grading secret than {secret}: the per-student seeds would "
+                              "differ from the other shards'; use an empty course folder for this shard")
+        return
+    course_dir.mkdir(parents=True, exist_ok=True)
+    tmp = mine.with_name(SECRET + ".tmp")
+    tmp.write_text(value)
+    os.chmod(tmp, 0o600)
+    tmp.replace(mine)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N): the I-th of N slices of the class."""
+    index, _, count = text.partition("/")
+    if not (index.strip().isdigit() and count.strip().isdigit()) or not 0 <= int(index) < int(count):
+        raise GraderError(f"--shard {text!r}: expected I/N with 0 <= I < N (0/3, 1/3 and 2/3 are the three shards "
+                          "of 3; a Kubernetes Indexed Job's $JOB_COMPLETION_INDEX and a Slurm array's "
+                          "$SLURM_ARRAY_TASK_ID from --array=0-(N-1) count the same way)")
+    return int(index), int(count)
+
+
+def shard_students(submissions: Path, shard: tuple[int, int]) -> list[str]:
+    """The students of one shard: every student folder's id in sorted order, the k-th to shard k % N, whatever
+    the assignment (a student is always graded by the same shard). Deterministic, and about N equal slices."""
+    index, count = shard
+    every = sorted(p.name for p in submissions.iterdir()
+                   if p.is_dir() and not p.name.startswith(".") and "+" not in p.name)
+    return every[index::count]
+
+
+SHARD = "shard.json"
+
+
+def claim_shard(course_dir: Path, names: list[str], shard: tuple[int, int], students: list[str]) -> None:
+    """Write ``shard.json`` (which slice this course folder grades), or check the one there is the same slice:
+    a course folder grades one shard; a rerun of it (Kubernetes retries a failed pod) resumes."""
+    path = course_dir / SHARD
+    claim = {"shard": shard[0], "of": shard[1]}
+    if path.is_file():
+        held = _read_json(path)
+        if {k: held.get(k) for k in claim} != claim:
+            raise GraderError(f"{course_dir} grades shard {held.get('shard')}/{held.get('of')}, not "
+                              f"{shard[0]}/{shard[1]}: give each shard a course folder of its own")
+        names = sorted(set(held.get("assignment", [])) | set(names))
+    tmp = path.with_name(SHARD + ".tmp")
+    tmp.write_text(json.dumps({"assignment": names, **claim, "students": students}, indent=1) + "\n")
+    tmp.replace(path)
+
+
 def _seed(course_dir: Path, assignment: str, student: str) -> int:
     """Per-student seed of the hidden-test inputs, from a secret kept in the course folder."""
-    secret_file = course_dir / ".grading_secret"
+    secret_file = course_dir / SECRET
     if not secret_file.exists():
         secret_file.write_text(secrets.token_hex(16))
         os.chmod(secret_file, 0o600)
@@ -427,7 +531,8 @@ def resolve_parts(assignments: Sequence[Assignment], requested: Sequence[str]) -
 
 def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Path, limits: Limits | None = None,
               force: bool = False, progress: Callable[[str, dict], None] | None = None,
-              parts: Sequence[str] | None = None) -> list[dict]:
+              parts: Sequence[str] | None = None, shard: tuple[int, int] | None = None,
+              secret: Path | None = None) -> list[dict]:
     """Grade every submission in ``submissions``; return one result per student (also written to disk).
 
     ``assignment`` may name several assignments: their submissions (nbgrader's layout,
@@ -439,7 +544,12 @@ def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Pa
 
     The steps: check that each assignment is ready (:func:`check_ready`), find its student folders
     (:func:`find_submissions`), decide for each what is left to do (:func:`plan`), then grade what is
-    pending on a :class:`WorkerPool` and write each result into the gradebook (:func:`grade_all`)."""
+    pending on a :class:`WorkerPool` and write each result into the gradebook (:func:`grade_all`).
+
+    ``shard`` ``(I, N)``: grade only the I-th of N slices of the students (:func:`shard_students`), into a
+    course folder of this shard's own (``shard.json`` says which); ``secret``: the class's grading secret, copied
+    in first (:func:`install_secret`), so that every shard draws the seeds a one-machine run would.
+    ``grader merge`` (:mod:`grader.merge`) puts the shards' results together."""
     names = [assignment] if isinstance(assignment, str) else list(assignment)
     if not names or len(set(names)) != len(names):
         raise GraderError(f"name each assignment to grade once, got {names}")
@@ -448,6 +558,13 @@ def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Pa
     limits.check()
     course_dir = course_dir.resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
+    if secret is not None:
+        install_secret(course_dir, secret)
+    if not submissions.is_dir():
+        raise GraderError(f"submissions folder {submissions} does not exist")
+    mine = None if shard is None else set(shard_students(submissions.resolve(), shard))
+    if shard is not None:
+        claim_shard(course_dir, names, shard, sorted(mine))
     hide = sorted({str(p) for p in (REPO, SOLUTIONS, course_dir, submissions.resolve(), Path.home())})
     results: dict[tuple[str, str], dict] = {}
     pending: list[tuple[Assignment, Job, Path]] = []
@@ -457,7 +574,10 @@ def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Pa
     for a in loaded:
         check_ready(a, course_dir)
         for sub in find_submissions(a, submissions.resolve(), nested_only=several):
+            if mine is not None and sub.student not in mine:
+                continue
             job, wd, done = plan(a, sub, course_dir, limits, hide, force, chosen.get(a.name))
+            write_handed_in(wd, sub.handed_in)
             order.append((a.name, sub.student))
             if done is not None:
                 results[a.name, sub.student] = done
@@ -475,21 +595,27 @@ def autograde(assignment: str | Sequence[str], submissions: Path, course_dir: Pa
 def record(a: Assignment, course_dir: Path, job: Job, wd: Path, result: dict) -> None:
     """Write one result into nbgrader's gradebook, check that it reads back the same, then mark the
     student done (``recorded.json``, with the digest of what was graded)."""
+    digest = _sha256(Path(job.submission)) if job.submission else "none"
+    record_result(a, course_dir, job.student, wd, result, digest)
+
+
+def record_result(a: Assignment, course_dir: Path, student: str, wd: Path, result: dict, digest: str) -> None:
+    """:func:`record` for a result already on disk in ``wd`` (a staging folder): the gradebook, read back, then
+    ``recorded.json`` and the folder put in force. ``grader merge`` records a shard's results with it."""
     if result.get("executed") and (wd / "executed.ipynb").exists():
-        record_in_gradebook(a, course_dir, job.student, wd / "executed.ipynb")
+        record_in_gradebook(a, course_dir, student, wd / "executed.ipynb")
         not_graded = set(result.get("not_graded") or [])
         if not_graded:
-            mark_not_graded(course_dir, a, job.student, not_graded)
-        recorded = gradebook_scores(course_dir, a, job.student) or {}
+            mark_not_graded(course_dir, a, student, not_graded)
+        recorded = gradebook_scores(course_dir, a, student) or {}
         for cell, s in result["cells"].items():
             if cell in not_graded:
                 if cell in recorded:
-                    raise GraderError(f"gradebook holds a score for {job.student}/{cell}, which was not graded")
+                    raise GraderError(f"gradebook holds a score for {student}/{cell}, which was not graded")
             elif abs(recorded.get(cell, -1) - s["score"]) > 1e-6:
-                raise GraderError(f"gradebook disagrees for {job.student}/{cell}: "
-                                  f"{recorded.get(cell)} != {s['score']}")
+                raise GraderError(f"gradebook disagrees for {student}/{cell}: {recorded.get(cell)} != {s['score']}")
     tmp = wd / "recorded.json.tmp"
-    tmp.write_text(json.dumps({"sha256": _sha256(Path(job.submission)) if job.submission else "none"}))
+    tmp.write_text(json.dumps({"sha256": digest}))
     tmp.replace(wd / "recorded.json")
     promote(wd)
 

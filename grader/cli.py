@@ -56,11 +56,30 @@ def _parser() -> argparse.ArgumentParser:
                    help="grade only these parts (PART or ASSIGNMENT:PART; a part's whole test cell), for every "
                         "student; every other cell keeps the score of the grading in force, or is recorded as not "
                         "graded where there is none")
+    g.add_argument("--shard", metavar="I/N", help="grade only the I-th (0-based) of N slices of the students, "
+                   "into this --course-dir (a cluster's pod or array task); then `grader merge` the shards")
+    g.add_argument("--secret", type=Path, metavar="FILE",
+                   help="the class's grading secret, copied into --course-dir first (every shard needs the same)")
+    m = sub.add_parser("merge", parents=[common], help="merge shards' course folders into --course-dir")
+    m.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR", help="a shard's --course-dir")
+    m.add_argument("--force", action="store_true", help="replace a different result the course folder holds")
     f = sub.add_parser("feedback", parents=[common], help="write one HTML feedback file per student")
     f.add_argument("assignment")
-    e = sub.add_parser("export", parents=[common], help="write the grades as CSV")
+    e = sub.add_parser("export", parents=[common],
+                       help="write the grades as CSV, or as a file that Canvas or Moodle imports")
     e.add_argument("assignment")
-    e.add_argument("--csv", type=Path, required=True, help="output file")
+    e.add_argument("--csv", "--out", type=Path, required=True, dest="csv", metavar="FILE", help="output file")
+    e.add_argument("--format", choices=["csv", "canvas", "moodle"], default="csv",
+                   help="csv (default): the grader's columns; canvas: Canvas's gradebook import CSV; moodle: the "
+                        "assignment's offline grading worksheet")
+    e.add_argument("--roster", type=Path, metavar="FILE",
+                   help="the collect roster (lms_id,student_id[,name,sis_user_id,sis_login_id,section,email]), for "
+                        "students whose LMS id no handed_in.json gives")
+    e.add_argument("--course-file", type=Path, metavar="FILE",
+                   help="deadlines, extensions, the late policy and Canvas ids (default: COURSE_DIR/course.toml)")
+    e.add_argument("--lms-assignment-id", metavar="ID",
+                   help="the Canvas assignment's id: the number at the end of its Canvas address")
+    e.add_argument("--part-columns", action="store_true", help="add one column per part: the points it earned")
     rp = sub.add_parser("report", parents=[common],
                         help="write the class report (report.html, report.csv): scores, pass rates, failures")
     rp.add_argument("assignment")
@@ -123,18 +142,31 @@ def main(argv: list[str] | None = None) -> int:
                 for name, chosen in resolve_parts([load_assignment(n) for n in args.assignment], args.parts).items():
                     print(f"{name}: grading the parts {', '.join(chosen)}; the other cells keep their scores",
                           flush=True)
+            shard = None
+            if args.shard is not None:
+                from .autograde import parse_shard
+
+                shard = parse_shard(args.shard)
             results = autograde(args.assignment, args.submissions, course_dir, limits, args.force, progress=show,
-                                parts=args.parts)
+                                parts=args.parts, shard=shard, secret=args.secret)
             print(f"{len(results)} submissions graded; results in {course_dir}")
+        elif args.command == "merge":
+            from .merge import merge, summary
+
+            done = merge(args.shards, course_dir, args.force)
+            print("\n".join(summary(done)))
+            print(f"{len(done.merged)} results merged into {course_dir}")
+            return done.exit_status
         elif args.command == "feedback":
             from .feedback import feedback
 
             files = feedback(args.assignment, course_dir)
             print(f"wrote {len(files)} feedback files under {course_dir / 'feedback'}")
         elif args.command == "export":
-            from .export import export
+            from .lms import write
 
-            data = export(args.assignment, course_dir, args.csv)
+            data = write(args.assignment, course_dir, args.csv, args.format, args.roster, args.course_file,
+                         args.lms_assignment_id, args.part_columns)
             print(f"wrote {len(data)} rows to {args.csv}")
             pending = [row["student_id"] for row in data if row["status"] == "pending"]
             if pending:
@@ -146,12 +178,14 @@ def main(argv: list[str] | None = None) -> int:
 
             return formgrade(course_dir, args.port, args.ip, browser=not args.no_browser)
         elif args.command == "report":
-            from .report import report
+            from .report import report, timing_line
 
             page, table, summary = report(args.assignment, course_dir, args.out)
             worst = summary.parts[0] if summary.parts else None
             print(f"wrote {page} and {table}: {summary.students} submissions"
-                  + (f"; lowest pass rate: {worst.part} ({worst.passed}/{worst.judged})" if worst else ""))
+                  + (f"; lowest pass rate: {worst.part} ({worst.passed}/{worst.judged})" if worst else "")
+                  + (f"; {summary.late} handed in late" if summary.late else ""))
+            print(timing_line(summary))
         elif args.command == "publish":
             from .publish import publish
 

@@ -25,6 +25,15 @@ choice, a damaged zip of theirs, a notebook that ``grader autograde`` would refu
 the roster, a folder collected before that differs) skips that student with a reason in the
 :class:`Report`. Everything is written into a temporary folder beside the destination first and moved
 into place at the end; a failed move puts back what was there.
+
+Beside the notebook (or the note, :data:`COLLECT_NOTE`) each student's folder gets :data:`LMS_NOTE`, what
+the LMS said of the hand-in, for ``grader autograde`` to pass on and ``grader export --format canvas|moodle``
+to send the grades back: ``{"lms": "canvas" | "moodle", "lms_id": "12345", "name": ..., "late_flag": true |
+false | null, "submitted_at": "2024-03-01T09:00:00" | null, "file": <archive member> | null, "roster": {...}}``.
+``submitted_at`` is the archive member's date and time (of the student's zip, for a notebook inside one): the
+LMS server's local time, without a time zone. ``late_flag`` is Canvas's ``LATE_`` marker (null for Moodle).
+``roster`` holds the roster's other columns (``name``, ``sis_user_id``, ``sis_login_id``, ``section``,
+``email``, and any more) for that student; ``{}`` without a roster.
 """
 from __future__ import annotations
 
@@ -39,6 +48,7 @@ import zipfile
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from nlpcourse.errors import FormatError
@@ -53,9 +63,13 @@ MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<id>\d+)_assignsubmission_(?P<plugin>
 _COPY = re.compile(r"^(?P<stem>.+?)(?:-(?P<dash>\d+)| \((?P<paren>\d+)\))$")  # word2vec-1, word2vec (1)
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError, OSError)
 ROSTER_COLUMNS = ("lms_id", "student_id")
+#: Optional roster columns that ``grader export --format canvas|moodle`` uses (any other column is kept too).
+ROSTER_OPTIONAL = ("name", "sis_user_id", "sis_login_id", "section", "email")
 #: In ``<submissions>/<student>/<assignment>/`` instead of a notebook: ``{"status": "invalid" | "missing",
 #: "why": ...}``, so that a student whose hand-in could not be collected still gets a row with 0 points.
 COLLECT_NOTE = "not-collected.json"
+#: Beside each collected notebook (or note): what the archive said of the hand-in (grader.autograde.handed_in).
+LMS_NOTE = "lms.json"
 
 
 class CollectError(GraderError, FormatError):
@@ -89,6 +103,7 @@ class Upload:
     order: tuple  # larger is later
     late: bool = False
     container: str = ""  # the student's zip, as they named it
+    submitted_at: str | None = None  # the archive member's date_time, naive ISO (the LMS server's local time)
 
     @property
     def filename(self) -> str:
@@ -108,6 +123,7 @@ class LmsStudent:
     uploads: list[Upload] = field(default_factory=list)
     others: list[str] = field(default_factory=list)  # files that are not notebooks
     damaged: list[str] = field(default_factory=list)  # the student's zips that could not be read
+    layout: str = ""  # "Canvas" or "Moodle"
 
 
 @dataclass
@@ -137,6 +153,12 @@ class Report:
 
 def read_roster(path: Path) -> dict[str, str]:
     """LMS id -> course student id, from a CSV file with the columns ``lms_id,student_id``."""
+    return {lms_id: row["student_id"] for lms_id, row in read_roster_rows(path).items()}
+
+
+def read_roster_rows(path: Path) -> dict[str, dict[str, str]]:
+    """LMS id -> the roster's row (every column, stripped), from a CSV file with at least the columns
+    ``lms_id,student_id``; the optional ones (:data:`ROSTER_OPTIONAL`) and any other are kept."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -149,11 +171,15 @@ def read_roster(path: Path) -> dict[str, str]:
         raise CollectError(f"roster {path} needs the columns {','.join(ROSTER_COLUMNS)}; its header is "
                            f"{','.join(rows.fieldnames) or 'empty'}")
     mapping: dict[str, str] = {}
+    full: dict[str, dict[str, str]] = {}
     for row in rows:
-        _add_roster_row(mapping, path, rows.line_num, *((row.get(c) or "").strip() for c in ROSTER_COLUMNS))
+        lms_id, student = ((row.get(c) or "").strip() for c in ROSTER_COLUMNS)
+        _add_roster_row(mapping, path, rows.line_num, lms_id, student)
+        if lms_id:
+            full[lms_id] = {k: (v or "").strip() for k, v in row.items() if k}
     if not mapping:
         raise CollectError(f"roster {path} maps no student")
-    return mapping
+    return full
 
 
 def _add_roster_row(mapping: dict[str, str], path: Path, line: int, lms_id: str, student: str) -> None:
@@ -298,7 +324,7 @@ def scan(reader: _Reader) -> tuple[dict[str, LmsStudent], list[str]]:
             continue
         layout, m = hit
         layouts.add(layout)
-        student = students.setdefault(m["id"], LmsStudent(m["id"], m["name"]))
+        student = students.setdefault(m["id"], LmsStudent(m["id"], m["name"], layout=layout))
         if layout == "Moodle" and m["plugin"] != "file":
             continue  # online text and other plugins: no notebook there
         _add_member(reader, student, info, m["file"] or m["path"], layout, m)
@@ -316,9 +342,10 @@ def _add_member(reader: _Reader, student: LmsStudent, info: zipfile.ZipInfo, pat
                 m: re.Match) -> None:
     seq = int(m["upload"]) if layout == "Canvas" else 0
     late = layout == "Canvas" and bool(m["late"])
+    when = datetime(*info.date_time).isoformat()
     if _is(path, ".ipynb"):
         order = (seq, info.date_time, info.date_time, _copy_number(PurePosixPath(path).name)[1])
-        student.uploads.append(Upload(info.filename, None, path, order, late))
+        student.uploads.append(Upload(info.filename, None, path, order, late, submitted_at=when))
     elif _is(path, ".zip"):
         try:
             inner = reader.nested(info, path)
@@ -328,7 +355,7 @@ def _add_member(reader: _Reader, student: LmsStudent, info: zipfile.ZipInfo, pat
         for i in inner.infolist():
             if _is(i.filename, ".ipynb") and not _junk(i.filename):
                 order = (seq, info.date_time, i.date_time, _copy_number(PurePosixPath(i.filename).name)[1])
-                student.uploads.append(Upload(info.filename, i.filename, i.filename, order, late, path))
+                student.uploads.append(Upload(info.filename, i.filename, i.filename, order, late, path, when))
     else:
         student.others.append(path)
 
@@ -371,6 +398,23 @@ def _latest(uploads: list[Upload], notebook: str) -> tuple[Upload | None, str]:
     return best, "; ".join(notes)
 
 
+def lms_record(layout: str, lms_id: str, name: str | None, upload: Upload | None,
+               roster_row: dict[str, str] | None) -> dict:
+    """The content of :data:`LMS_NOTE` for one student of an archive of ``layout`` ("Canvas" or "Moodle");
+    ``upload`` None when no notebook was chosen (nothing handed in, or nothing usable)."""
+    row = roster_row or {}
+    canvas = layout == "Canvas"
+    return {"lms": layout.lower(), "lms_id": lms_id, "name": name or row.get("name") or None,
+            "late_flag": (upload.late if upload is not None else None) if canvas else None,
+            "submitted_at": upload.submitted_at if upload is not None else None,
+            "file": upload.member if upload is not None else None,
+            "roster": {k: v for k, v in row.items() if k not in ROSTER_COLUMNS}}
+
+
+def _lms_bytes(record: dict) -> bytes:
+    return (json.dumps(record, indent=1) + "\n").encode()
+
+
 # ------------------------------------------------------------------ writing
 
 
@@ -382,8 +426,11 @@ class _Planned:
     note: str
 
 
-def _plan(students: dict[str, LmsStudent], roster: dict[str, str] | None, roster_path: Path | None,
-          notebook: str, report: Report) -> list[_Planned]:
+def _plan(students: dict[str, LmsStudent], rows: dict[str, dict[str, str]] | None, roster_path: Path | None,
+          notebook: str, report: Report, records: dict[str, dict]) -> list[_Planned]:
+    """The notebook to collect of each student; ``records`` gets each student's :data:`LMS_NOTE` content."""
+    roster = None if rows is None else {lms: row["student_id"] for lms, row in rows.items()}
+    layout = next(iter(students.values())).layout
     plan = []
     for lms_id in sorted(students, key=lambda i: (len(i), i)):
         st = students[lms_id]
@@ -393,20 +440,23 @@ def _plan(students: dict[str, LmsStudent], roster: dict[str, str] | None, roster
             continue
         who = (student if student == lms_id else f"{student} (LMS id {lms_id})") + f", {st.name}"
         upload, note = choose(st, notebook)
+        records[student] = lms_record(layout, lms_id, st.name, upload, (rows or {}).get(lms_id))
         if upload is None:
             report.skipped.append((who, note))
             report.noted.append((safe_id(student, "student id"), "invalid", note))
             continue
         plan.append(_Planned(safe_id(student, "student id"), who, upload, note))
     if roster is not None:
-        report.absent = sorted(sid for lms, sid in roster.items() if lms not in students)
+        absent = {sid: lms for lms, sid in roster.items() if lms not in students}
+        report.absent = sorted(absent)
+        records.update({sid: lms_record(layout, absent[sid], None, None, rows[absent[sid]]) for sid in absent})
         report.noted += [(safe_id(sid, "student id"), "missing", "nothing handed in (not in the LMS archive)")
                          for sid in report.absent]
     return plan
 
 
 def _stage(reader: _Reader, p: _Planned, a: Assignment, tmp: Path, destination: Path, force: bool,
-           report: Report) -> bool:
+           report: Report, record: dict) -> bool:
     """Write ``p``'s notebook under ``tmp``; False (and a line in the report) when it is not to be moved."""
     try:
         data = reader.load(p.upload)
@@ -426,6 +476,7 @@ def _stage(reader: _Reader, p: _Planned, a: Assignment, tmp: Path, destination: 
         return False
     if not _replaceable(destination / p.student / a.name, a.notebook, data, force, p.who, report):
         return False
+    (path.parent / LMS_NOTE).write_bytes(_lms_bytes(record))
     report.collected.append((p.student, p.note))
     return True
 
@@ -445,9 +496,10 @@ def _replaceable(target: Path, name: str, data: bytes, force: bool, who: str, re
     return True
 
 
-def _stage_notes(report: Report, a: Assignment, tmp: Path, destination: Path, force: bool) -> list[str]:
-    """Write the note (:data:`COLLECT_NOTE`) of each student who gets no notebook under ``tmp``; return those
-    to move (a folder collected before is kept unless ``force``)."""
+def _stage_notes(report: Report, a: Assignment, tmp: Path, destination: Path, force: bool,
+                 records: dict[str, dict]) -> list[str]:
+    """Write the note (:data:`COLLECT_NOTE`) and :data:`LMS_NOTE` of each student who gets no notebook under
+    ``tmp``; return those to move (a folder collected before is kept unless ``force``)."""
     ready = []
     for student, status, why in report.noted:
         data = (json.dumps({"status": status, "why": why}, indent=1) + "\n").encode()
@@ -461,6 +513,8 @@ def _stage_notes(report: Report, a: Assignment, tmp: Path, destination: Path, fo
                 continue
         (tmp / student / a.name).mkdir(parents=True)
         (tmp / student / a.name / COLLECT_NOTE).write_bytes(data)
+        if student in records:
+            (tmp / student / a.name / LMS_NOTE).write_bytes(_lms_bytes(records[student]))
         ready.append(student)
     return ready
 
@@ -511,21 +565,23 @@ def collect(assignment: str, archive: Path, destination: Path, roster: Path | No
     a = load_assignment(assignment)
     limits = limits or ArchiveLimits()
     limits.check()
-    mapping = read_roster(roster) if roster is not None else None
+    rows = read_roster_rows(roster) if roster is not None else None
     if destination.exists() and not destination.is_dir():
         raise CollectError(f"destination {destination} is not a folder")
     report = Report(a.name, destination)
     with _open_archive(archive) as zf:
         reader = _Reader(zf, archive, limits)
         students, report.unrecognised = scan(reader)
-        plan = _plan(students, mapping, roster, a.notebook, report)
+        records: dict[str, dict] = {}
+        plan = _plan(students, rows, roster, a.notebook, report, records)
         if not plan and not report.noted:
             return report
         destination.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".collect-{a.name}-", dir=destination.parent))
         try:
-            ready = [p.student for p in plan if _stage(reader, p, a, tmp, destination, force, report)]
-            ready += _stage_notes(report, a, tmp, destination, force)
+            ready = [p.student for p in plan
+                     if _stage(reader, p, a, tmp, destination, force, report, records[p.student])]
+            ready += _stage_notes(report, a, tmp, destination, force, records)
             _commit(tmp, ready, destination, a.name)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -9,18 +9,30 @@ stored (``CellScore.parts``) is read from its cells' messages, one line per part
 
 The page shows the score distribution (a histogram, a PNG inside the page), every part with its pass rate, the
 worst at the top, and the most frequent first-failure messages of each part with how many students hit each;
-time-outs, crashes, invalid and missing submissions; the written answers that wait for a manual grade. It shows no
-student's code: a message is cut to its first line (the exception's line, for a traceback a student put in an
-exception), to ``MESSAGE_LIMIT`` characters, and escaped. The page has no script and loads nothing: no network
-request, no file beside it (its Content-Security-Policy allows inline styles and ``data:`` images only).
+time-outs, crashes, invalid and missing submissions; the written answers that wait for a manual grade; the time
+grading took per submission (``result.json``'s ``seconds``, else the sum of its ``timing`` steps: mean, 95th
+percentile by nearest rank, slowest) with the core-seconds the class takes; and a table with one row per
+student (status, score, each part, late or not from ``handed_in.json``, seconds) with a search box.
+
+It shows no student's code: a message is cut to its first line (the exception's line, for a traceback a student
+put in an exception), to ``MESSAGE_LIMIT`` characters, and escaped. The page loads nothing: no network request,
+no file beside it. Its one script is the search box's, a few lines inline, allowed by its hash in the
+Content-Security-Policy (which allows inline styles and ``data:`` images besides, nothing else); with scripts
+off the box stays hidden and every row shows.
+
+It reads only the gradebook and, in each student's work folder, ``recorded.json`` (whether it exists),
+``result.json`` and ``handed_in.json``: what ``grader merge`` copies into a course folder as much as what a
+local ``grader autograde`` leaves, so it reports on a merged course folder the same way.
 """
 from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import html
 import io
 import json
+import math
 import re
 import statistics
 from collections import Counter
@@ -69,6 +81,10 @@ class Submission:
     waiting: list[str] = field(default_factory=list)  # grades (grade_id) that wait for a manual grade
     flags: list[str] = field(default_factory=list)  # what it changed that the grader ignored (notebook.tampering)
     not_graded: list[str] = field(default_factory=list)  # test cells without a score (autograde --parts)
+    seconds: float | None = None  # the grading's wall time (submission_seconds); None if not stored
+    late: bool | None = None  # late by the course file's policy (grader.late), else handed_in.json's late_flag
+    submitted_at: str | None = None  # handed_in.json's submitted_at, as stored (naive from an archive)
+    penalty: float = 0.0  # the fraction of the maximum score the late policy takes off (0 without one)
 
 
 @dataclass
@@ -119,6 +135,52 @@ def part_outcomes(result: dict, parts: dict[str, str]) -> dict[str, Outcome]:
     return out
 
 
+def submission_seconds(result: dict) -> float | None:
+    """The wall time of one submission's grading, in seconds: ``result.json``'s ``seconds`` (the worker's time,
+    kernel start included), else the sum of its ``timing`` steps (kernel, cells by kind, prepare, judge; the
+    per-cell entries of ``GRADER_PROFILE_CELLS``, named ``index:kind:grade_id``, are inside those and left out).
+    None for a result without either (invalid, missing, or written before the timings were stored)."""
+    seconds = result.get("seconds")
+    if _is_seconds(seconds):
+        return float(seconds)
+    timing = result.get("timing")
+    if not isinstance(timing, dict):
+        return None
+    steps = [v for k, v in timing.items() if ":" not in str(k) and _is_seconds(v)]
+    return float(sum(steps)) if steps else None
+
+
+def _is_seconds(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+HANDED_IN = "handed_in.json"  # written by autograde into each work folder (source, late_flag, submitted_at, ...)
+
+
+def _read_json(path: Path) -> dict:
+    """A JSON object from ``path``; {} if there is no such file; a :class:`GraderError` naming it if unreadable."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise GraderError(f"{path} is not valid JSON ({exc}): grade the student again") from exc
+    if not isinstance(data, dict):
+        raise GraderError(f"{path} holds a {type(data).__name__}, not a JSON object: grade the student again")
+    return data
+
+
+def handed_in(folder: Path) -> tuple[bool | None, str | None]:
+    """``late_flag`` and ``submitted_at`` of ``folder``'s ``handed_in.json``; (None, None) without one."""
+    data = _read_json(folder / HANDED_IN)
+    late, at = data.get("late_flag"), data.get("submitted_at")
+    if late is not None and not isinstance(late, bool):
+        raise GraderError(f"{folder / HANDED_IN}: late_flag is {late!r}, not true, false or null")
+    if at is not None and not isinstance(at, str):
+        raise GraderError(f"{folder / HANDED_IN}: submitted_at is {at!r}, not a date string or null")
+    return late, at
+
+
 def _waiting(course_dir: Path, a, students: list[str]) -> dict[str, list[str]]:
     """student -> the grades of their submission that nbgrader says still need a manual grade."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -157,13 +219,26 @@ def load(assignment: str, course_dir: Path) -> ClassResults:
     subs = []
     for row in found:
         folder = live_folder(course_dir / "work" / a.name, row["student_id"])
-        result = json.loads((folder / "result.json").read_text()) if (folder / "result.json").exists() else {}
+        result = _read_json(folder / "result.json")
         not_graded = [str(c) for c in result.get("not_graded") or []]
+        late, submitted_at = handed_in(folder)
         subs.append(Submission(row["student_id"], row["status"], float(row["score"]), str(row["message"]),
                                part_outcomes(result, parts), [str(c) for c in result.get("timed_out") or []],
                                [g for g in waiting.get(row["student_id"], []) if g not in not_graded],
-                               [str(f) for f in result.get("flags") or []], not_graded))
+                               [str(f) for f in result.get("flags") or []], not_graded,
+                               submission_seconds(result), late, submitted_at))
+    _apply_late_policy(a.name, course_dir, subs)
     return ClassResults(a.name, parts, float(found[0]["max_score"]), subs)
+
+
+def _apply_late_policy(assignment: str, course_dir: Path, subs: list[Submission]) -> None:
+    """With a deadline in the course file (``grader.late.assess``), lateness is the policy's, not the flag's."""
+    from .late import assess
+
+    lateness = assess(assignment, course_dir)
+    for sub in subs:
+        if sub.student in lateness:
+            sub.late, sub.penalty = lateness[sub.student].units > 0, lateness[sub.student].penalty_fraction
 
 
 # ------------------------------------------------------------------ messages: no code, nothing to run
@@ -254,6 +329,82 @@ class Summary:
     waiting_students: int
     flagged: list[tuple[str, list[str]]] = field(default_factory=list)  # (student, flags): locked cells edited...
     not_graded: dict[str, int] = field(default_factory=dict)  # test cell -> students without a score for it
+    timing: Timing | None = None  # seconds of grading per submission; None when no result stores them
+    part_names: list[str] = field(default_factory=list)  # the reference's order, for the table of students
+    submissions: list[Submission] = field(default_factory=list)  # one row each in the table of students
+
+    @property
+    def late(self) -> int:
+        """Late hand-ins: by the course file's policy where it has a deadline, else by Canvas's flag."""
+        return sum(sub.late is True for sub in self.submissions)
+
+
+# ------------------------------------------------------------------ time per submission
+
+
+SIZING_CORES = (16, 64)  # the machines the sizing sentence speaks of
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall time of grading, per submission that stored one (:func:`submission_seconds`)."""
+
+    count: int  # submissions with a time
+    mean: float
+    p95: float  # the 95th percentile, nearest rank: the ceil(0.95 n)-th smallest
+    slowest: float
+    slowest_student: str
+    total: float  # core-seconds: a worker grades one submission at a time, on about one core
+
+
+def nearest_rank(values: list[float], percent: int) -> float:
+    """The ``percent``-th percentile by nearest rank: the ceil(percent/100 * n)-th smallest value (at least the
+    first). A :class:`GraderError` for no values or a percent outside 1..100."""
+    if not values or not 0 < percent <= 100:
+        raise GraderError(f"no {percent}th percentile of {len(values)} values: needs values and 0 < percent <= 100")
+    rank = max(1, -(-percent * len(values) // 100))  # integer ceiling: no float error at 0.95 * 20
+    return sorted(values)[rank - 1]
+
+
+def time_figures(submissions: Iterable[Submission]) -> Timing | None:
+    """Mean, 95th percentile (nearest rank), slowest and sum of the submissions' grading times; None if none
+    has a time. The slowest's tie goes to the first submission."""
+    timed = [s for s in submissions if s.seconds is not None]
+    if not timed:
+        return None
+    seconds = [s.seconds for s in timed]
+    slowest = max(timed, key=lambda s: s.seconds)
+    return Timing(len(timed), statistics.fmean(seconds), nearest_rank(seconds, 95), slowest.seconds,
+                  slowest.student, math.fsum(seconds))
+
+
+def duration(seconds: float) -> str:
+    """Seconds for a reader: "4.3 s", "12 min", "3.1 h"."""
+    if seconds < 100:
+        return f"{seconds:.1f} s"
+    if seconds < 6000:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def timing_line(summary: Summary) -> str:
+    """One line on the time grading took, for the command line."""
+    t = summary.timing
+    if t is None:
+        return "grading time: not stored in these results"
+    return (f"grading time per submission ({t.count} timed): mean {duration(t.mean)}, 95th percentile (nearest "
+            f"rank) {duration(t.p95)}, slowest {duration(t.slowest)} ({t.slowest_student}); "
+            f"{t.total:.0f} core-seconds in all")
+
+
+def sizing(t: Timing, cores: Iterable[int] = SIZING_CORES) -> str:
+    """The time figures as cluster sizing: the class's core-seconds, and the wall time on some core counts
+    (never less than the slowest submission: one submission runs on one worker)."""
+    on = "; ".join(f"on {n} core{'s' * (n != 1)}, at least {duration(max(t.total / n, t.slowest))}" for n in cores)
+    return (f"A worker grades one submission at a time on about one core (the kernel and the judge run one "
+            f"thread each), so these {t.count} submissions take {t.total:,.0f} core-seconds "
+            f"({t.total / 3600:.2f} core-hours) at this rate: {on}. Each 100 more students add "
+            f"{duration(100 * t.mean)} of one core.")
 
 
 def histogram(scores: list[float], max_score: float, bins: int = BINS) -> tuple[list[float], list[int]]:
@@ -312,7 +463,8 @@ def summarize(results: ClassResults, top: int = TOP_FAILURES) -> Summary:
         [(s.student, s.status, clean_message(s.message) or s.status) for s in subs if s.status not in RAN],
         dict(sorted(waiting.items())), sum(bool(s.waiting) for s in subs),
         [(s.student, [clean_message(f) for f in s.flags]) for s in subs if s.flags],
-        dict(sorted(Counter(c for s in subs for c in s.not_graded).items())))
+        dict(sorted(Counter(c for s in subs for c in s.not_graded).items())),
+        time_figures(subs), list(results.parts), list(subs))
 
 
 # ------------------------------------------------------------------ the page and the CSV
@@ -359,8 +511,28 @@ td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-n
 ol.msgs { margin: 0; padding-left: 1.3em; } ol.msgs li { margin: .1em 0; }
 .count { font-weight: 600; white-space: nowrap; } .msg { font-family: ui-monospace, monospace; font-size: .88em;
   overflow-wrap: anywhere; } .note { color: #666; font-size: .9em; } img { max-width: 100%; height: auto; }
+#students td, #students th { padding: .15em .5em; white-space: nowrap; } #students th.p { font-size: .8em; }
+#timing { width: auto; } .wide { overflow-x: auto; }
+#student-search { font: inherit; padding: .3em .5em; width: 24em; margin-bottom: .5em; }
 """
-_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+# The search box: shown by the script only (with scripts off every row shows); each word typed must be in a row.
+_SEARCH_JS = r"""
+(() => {
+  const box = document.getElementById("student-search"), count = document.getElementById("student-count");
+  const rows = Array.from(document.querySelectorAll("#students tbody tr"));
+  const text = rows.map(r => Array.from(r.cells, c => c.textContent).join("\t").toLowerCase());
+  box.hidden = false;
+  box.addEventListener("input", () => {
+    const words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    let shown = 0;
+    rows.forEach((r, i) => { const hit = words.every(w => text[i].includes(w)); r.hidden = !hit; shown += hit; });
+    count.textContent = words.length ? `${shown} of ${rows.length} students` : `${rows.length} students`;
+  });
+})();
+"""
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SEARCH_JS.encode()).digest()).decode()
+_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{_SCRIPT_HASH}'; base-uri 'none'; form-action 'none'")
 
 
 def _messages(row: PartRow) -> str:
@@ -436,6 +608,10 @@ def render_html(summary: Summary, png: bytes | None = None) -> str:
                    "grades them (the next plain <code>grader autograde</code> does).</p><ul>")
         out += [f"<li><code>{_e(c)}</code>: {n} students</li>" for c, n in s.not_graded.items()]
         out.append("</ul>")
+    out += _time_section(s)
+    if any(sub.late is not None for sub in s.submissions):
+        out.append(f'<p id="late">{s.late} of {s.students} handed in late (the course file\'s late policy where it '
+                   "gives a deadline, else Canvas's LATE flag); the table below says who, and what it costs.</p>")
     out.append("<h2>Manual grading</h2>")
     total = sum(s.waiting.values())
     if total:
@@ -445,8 +621,69 @@ def render_html(summary: Summary, png: bytes | None = None) -> str:
         out.append("</ul>")
     else:
         out.append('<p id="waiting">No answer waits for a manual grade.</p>')
+    out += _students_section(s)
+    out.append(f"<script>{_SEARCH_JS}</script>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _time_section(s: Summary) -> list[str]:
+    """Time per submission: the figures and what they mean for a cluster."""
+    out = ['<h2 id="time">Time per submission</h2>']
+    t = s.timing
+    if t is None:
+        return out + ["<p>Not stored in these results (written before the grader timed its runs, or none ran).</p>"]
+    untimed = s.students - t.count
+    out += [
+        '<table class="problems" id="timing"><tbody>',
+        f'<tr><td>submissions timed</td><td class="num">{t.count}</td></tr>',
+        f'<tr><td>mean</td><td class="num">{duration(t.mean)}</td></tr>',
+        f'<tr><td>95th percentile (nearest rank)</td><td class="num">{duration(t.p95)}</td></tr>',
+        f'<tr><td>slowest</td><td class="num">{duration(t.slowest)}</td><td>{_e(t.slowest_student)}</td></tr>',
+        "</tbody></table>",
+        '<p class="note">The wall time of each submission\'s grading, kernel start to verdict (result.json\'s '
+        "<code>seconds</code>, else the sum of its <code>timing</code>). The 95th percentile by nearest rank: "
+        "the ceil(0.95 &times; n)-th shortest of the n times; 95% of the submissions took this long or less."
+        + (f" {untimed} submissions have no time (invalid, missing, or graded before times were stored)."
+           if untimed else "") + "</p>",
+        f'<p id="sizing">{_e(sizing(t))}</p>',
+    ]
+    return out
+
+
+def _part_mark(outcome: Outcome | None) -> str:
+    """A part in a student's row: \u2713 passed, \u2717 no case passed, else the share of cases; "" not judged."""
+    if outcome is None:
+        return ""
+    return "\u2713" if outcome.passed else "\u2717" if outcome.fraction <= 0 else f"{round(100 * outcome.fraction)}%"
+
+
+def late_mark(sub: Submission) -> str:
+    """The late column: late or on time by the course file's policy (with the share it costs), else by
+    ``handed_in.json``'s ``late_flag``; "" when nothing says."""
+    mark = {True: "late", False: "on time", None: ""}[sub.late]
+    return f"{mark} (\u2212{sub.penalty:.0%})" if sub.penalty else mark
+
+
+def _students_section(s: Summary) -> list[str]:
+    """One row per student, light enough for 2,000 rows (closing tags left out, as HTML allows), searchable."""
+    heads = "".join(f'<th class="p">{_e(p)}' for p in s.part_names)
+    out = ['<h2 id="students-title">Students</h2>',
+           '<p><input type="search" id="student-search" hidden aria-label="Search the students" '
+           'placeholder="Search: a student, a status, late, \u2717 ..."> '
+           f'<span id="student-count" class="note">{len(s.submissions)} students</span></p>',
+           '<p class="note">Each part: \u2713 every case passed, \u2717 none, else the share of cases passed; '
+           "empty when it was not judged (the notebook did not run). Score: the gradebook's.</p>",
+           '<div class="wide"><table id="students"><thead><tr><th>student<th>status<th>score'
+           f"{heads}<th>late<th>handed in<th>seconds</thead><tbody>"]
+    for sub in s.submissions:
+        marks = "".join(f"<td>{_part_mark(sub.parts.get(p))}" for p in s.part_names)
+        secs = "" if sub.seconds is None else f"{sub.seconds:.1f}"
+        out.append(f"<tr><td>{_e(sub.student)}<td>{_e(sub.status)}<td class=num>{_fmt(sub.score)}/"
+                   f"{_fmt(s.max_score)}{marks}<td>{late_mark(sub)}<td>{_e(sub.submitted_at or '')}"
+                   f"<td class=num>{secs}")
+    out.append("</tbody></table></div>")
+    return out
 
 
 def csv_rows(summary: Summary) -> list[dict]:

@@ -48,8 +48,11 @@ def sandbox_available() -> bool:
     if not bwrap:
         return False
     try:
-        r = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-net", "--unshare-user", "--unshare-pid",
-                            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "true"],
+        # with the /proc and /dev the sandbox mounts: a container whose runtime masks /proc refuses a new one
+        # (bubblewrap #284), and there every kernel would fail to start instead of running unsandboxed
+        r = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+                            "--unshare-user", "--unshare-pid", "--uid", "65534", "--gid", "65534", "--cap-drop",
+                            "ALL", "true"],
                            capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return False

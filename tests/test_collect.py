@@ -13,7 +13,7 @@ import pytest
 
 from grader.autograde import find_submissions
 from grader.cli import main
-from grader.collect import COLLECT_NOTE, ArchiveLimits, CollectError, collect, summary
+from grader.collect import COLLECT_NOTE, LMS_NOTE, ArchiveLimits, CollectError, collect, summary
 from grader.course import SOLUTIONS, load_assignment
 
 if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
@@ -49,10 +49,15 @@ def collected(dest: Path, student: str) -> bytes:
 
 
 def noted(dest: Path, student: str) -> dict:
-    """The note of a student who gets no notebook (grader.collect.COLLECT_NOTE): the only file of their folder."""
+    """The note of a student who gets no notebook (grader.collect.COLLECT_NOTE): with LMS_NOTE, the only files
+    of their folder."""
     folder = dest / student / A
-    assert [p.name for p in folder.iterdir()] == [COLLECT_NOTE], sorted(folder.iterdir())
+    assert sorted(p.name for p in folder.iterdir()) == sorted([COLLECT_NOTE, LMS_NOTE]), sorted(folder.iterdir())
     return json.loads((folder / COLLECT_NOTE).read_text())
+
+
+def lms(dest: Path, student: str) -> dict:
+    return json.loads((dest / student / A / LMS_NOTE).read_text())
 
 
 def untouched(tmp_path: Path, dest: Path) -> None:
@@ -315,6 +320,54 @@ def test_a_damaged_member_of_the_lms_archive_is_refused(tmp_path, dest):
 def test_limits_must_be_positive(tmp_path, dest, limits):
     with pytest.raises(CollectError, match="must be positive"):
         collect(A, archive(tmp_path, [(f"smithjane_1_1_{NB}", notebook())]), dest, limits=limits)
+
+
+# ------------------------------------------------------------------ lms.json: what the LMS said of each hand-in
+
+
+def test_each_collected_folder_records_what_canvas_said(tmp_path, dest):
+    zf = archive(tmp_path, [(f"smithjane_12345_67890_{NB}", notebook(), DAY1),
+                            (f"doejohn_LATE_23456_67891_{NB}", notebook("a"), DAY1),
+                            (f"doejohn_LATE_23456_67899_{NB[:-6]}-1.ipynb", notebook("b"), DAY2),  # the latest
+                            ("leeann_34567_1_x.zip", zip_bytes([("x.ipynb", notebook(), DAY1)]), DAY2)])
+    collect(A, zf, dest)
+    assert lms(dest, "12345") == {"lms": "canvas", "lms_id": "12345", "name": "smithjane", "late_flag": False,
+                                  "submitted_at": "2024-03-01T09:00:00", "file": f"smithjane_12345_67890_{NB}",
+                                  "roster": {}}
+    john = lms(dest, "23456")
+    assert (john["late_flag"], john["submitted_at"], john["file"]) == (True, "2024-03-02T09:00:00",
+                                                                      f"doejohn_LATE_23456_67899_{NB[:-6]}-1.ipynb")
+    ann = lms(dest, "34567")  # a notebook inside the student's zip: the zip's (the outer member's) time
+    assert (ann["submitted_at"], ann["file"]) == ("2024-03-02T09:00:00", "leeann_34567_1_x.zip")
+    subs = find_submissions(load_assignment(A), dest)  # lms.json is not taken for a notebook
+    assert [(s.student, s.notebook.name) for s in subs] == [("12345", NB), ("23456", NB), ("34567", NB)]
+
+
+def test_moodle_and_the_rosters_extra_columns_and_the_students_without_a_notebook(tmp_path, dest):
+    zf = archive(tmp_path, [(f"Jane Smith_4242_assignsubmission_file/{NB}", notebook(), DAY2),
+                            ("John Doe_4243_assignsubmission_file/notes.txt", b"x")])
+    ids = roster(tmp_path, "lms_id,student_id,name,email,section,tutor\n4242,s001,\"Smith, Jane\",j@x.org,A,Bo\n"
+                           "4243,s002,,,,\n4244,s003,Ann Lee,a@x.org,B,Cy\n")
+    report = collect(A, zf, dest, ids)
+    assert report.collected == [("s001", "")]
+    assert lms(dest, "s001") == {"lms": "moodle", "lms_id": "4242", "name": "Jane Smith", "late_flag": None,
+                                 "submitted_at": "2024-03-02T09:00:00",
+                                 "file": f"Jane Smith_4242_assignsubmission_file/{NB}",
+                                 "roster": {"name": "Smith, Jane", "email": "j@x.org", "section": "A", "tutor": "Bo"}}
+    assert noted(dest, "s002")["status"] == "invalid"  # no notebook: the note and lms.json, no time, no file
+    assert lms(dest, "s002") == {"lms": "moodle", "lms_id": "4243", "name": "John Doe", "late_flag": None,
+                                 "submitted_at": None, "file": None,
+                                 "roster": {"name": "", "email": "", "section": "", "tutor": ""}}
+    assert noted(dest, "s003")["status"] == "missing"  # nothing in the archive: the roster's name
+    assert lms(dest, "s003")["name"] == "Ann Lee" and lms(dest, "s003")["lms_id"] == "4244"
+    assert [s.status_hint for s in find_submissions(load_assignment(A), dest)] == ["", "invalid", "missing"]
+
+
+def test_collecting_the_same_notebook_again_is_unchanged_whatever_lms_json_says(tmp_path, dest):
+    collect(A, archive(tmp_path, [(f"smithjane_1_1_{NB}", notebook("first"), DAY1)], "one.zip"), dest)
+    before = lms(dest, "1")
+    report = collect(A, archive(tmp_path, [(f"smithjane_LATE_1_2_{NB}", notebook("first"), DAY2)], "two.zip"), dest)
+    assert report.unchanged == ["1"] and not report.skipped and lms(dest, "1") == before
 
 
 # ------------------------------------------------------------------ collecting again
