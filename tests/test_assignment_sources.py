@@ -270,10 +270,12 @@ def test_each_stated_time_is_the_measured_one(name, cell, statement, measured):
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_every_graded_cells_limit_is_three_times_what_it_takes(name):
+def test_every_graded_cells_limit_is_six_times_what_it_takes(name):
     """The grader's limit on each test cell (the default --cell-timeout, 60 s, or the source's own) is at least
-    three times the cell's measured time; a trained part's hidden cell trains as the notebook's own run does,
-    so its limit is held to three times that run. The sentence that states the limit states that one."""
+    six times the cell's measured time; a trained part's hidden cell trains as the notebook's own run does,
+    so its limit is held to six times that run. Three times was not enough: the project's CI, two grading
+    runs of two kernels each on its two cores, stopped cnn's trained cell (19 s here) at 60 s and the
+    transformer's (32 s here) at 120 s. The sentence that states the limit states that one."""
     import re
 
     from grader.autograde import Limits
@@ -286,7 +288,7 @@ def test_every_graded_cells_limit_is_three_times_what_it_takes(name):
             continue
         gid, limit = nbgrader_meta(cell)["grade_id"], cell_timeout(cell, Limits().cell_timeout)
         takes = times["train-run"] if gid == "train-test" else times[gid]
-        assert limit >= 3 * takes, f"{name}/{gid}: a limit of {limit} s for a cell that takes {takes:.1f} s"
+        assert limit >= 6 * takes, f"{name}/{gid}: a limit of {limit} s for a cell that takes {takes:.1f} s"
     said = re.search(r"judges this part after (\d+) seconds", "\n".join(c.source for c in nb.cells))
     if said:
         train = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "train-test")

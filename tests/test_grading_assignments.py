@@ -61,7 +61,7 @@ pytestmark = pytest.mark.grading
 if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solutions/
     pytest.skip("needs solutions/ (private, not in the public copy)", allow_module_level=True)
 
-GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "60", "--notebook-timeout", "200", "--memory-gib", "3"]
+GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "60", "--notebook-timeout", "900", "--memory-gib", "3"]
 GRADING_TIMEOUT = 3600  # seconds for the whole queue: far more than it takes, so that a hang fails, not CI
 BUG_IDS = [(a, i) for a in ASSIGNMENTS for i in range(len(load_bugs(load_assignment(a))))]
 
