@@ -3,6 +3,7 @@ nbgrader configuration that ties them together."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -132,3 +133,17 @@ def nbgrader_config(course_dir: Path, release_dir: Path | None = None) -> Config
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     c.Exchange.root = str(course_dir / "exchange")
     return c
+
+
+def read_json_object(path: Path) -> dict:
+    """A JSON object from ``path`` (a student's ``result.json`` or ``handed_in.json``); {} if there is no such
+    file; a :class:`GraderError` naming it if it cannot be read, or holds anything but a JSON object."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise GraderError(f"{path} is not valid JSON ({exc}): grade the student again") from exc
+    if not isinstance(data, dict):
+        raise GraderError(f"{path} holds a {type(data).__name__}, not a JSON object: grade the student again")
+    return data

@@ -3,12 +3,11 @@ entered in the formgrader included) and the grading status."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from .course import COURSE_ID, GraderError, load_assignment
+from .course import COURSE_ID, GraderError, load_assignment, read_json_object
 
 COLUMNS = ["student_id", "score", "max_score", "autograded_score", "needs_manual_grade", "status", "message", "flags"]
 STATUSES = ("graded", "timeout", "crashed", "invalid", "missing")
@@ -35,7 +34,7 @@ def rows(assignment: str, course_dir: Path) -> list[dict]:
         for student in sorted(students | in_gradebook):
             wd = live_folder(work, student)
             if (wd / "recorded.json").exists() and (wd / "result.json").exists():
-                r = json.loads((wd / "result.json").read_text())
+                r = read_json_object(wd / "result.json")
                 row = _row(r["student"], max_score, r["score"], r["status"], r["message"], r.get("flags", []))
             elif student in in_gradebook:
                 row = _row(student, max_score, 0.0, PENDING, "grading did not finish for this student (the run "

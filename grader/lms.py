@@ -34,14 +34,13 @@ preview offers each as a new assignment: choose to ignore them there. Moodle ign
 from __future__ import annotations
 
 import csv
-import json
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .collect import read_roster_rows
-from .course import GraderError, load_assignment, load_reference
+from .course import GraderError, load_assignment, load_reference, read_json_object
 from .export import COLUMNS, rows
 from .late import HANDED_IN, Lateness, assess, course_file_path, handed_in, load_course_file
 
@@ -137,7 +136,7 @@ def part_points(assignment: str, course_dir: Path, student: str) -> dict[str, fl
 
     a = load_assignment(assignment)
     path = live_folder(course_dir / "work" / a.name, student) / "result.json"
-    cells = json.loads(path.read_text()).get("cells", {}) if path.is_file() else {}
+    cells = read_json_object(path).get("cells", {})
     parts = load_reference(a).PARTS
     out = {}
     for name, part in parts.items():

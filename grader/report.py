@@ -31,7 +31,6 @@ import csv
 import hashlib
 import html
 import io
-import json
 import math
 import re
 import statistics
@@ -40,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .course import COURSE_ID, GraderError, load_assignment, load_reference
+from .course import COURSE_ID, GraderError, load_assignment, load_reference, read_json_object
 from .export import PENDING
 
 REPORTS = "reports"  # <course-dir>/reports/<assignment>/report.html, report.csv
@@ -157,22 +156,9 @@ def _is_seconds(value) -> bool:
 HANDED_IN = "handed_in.json"  # written by autograde into each work folder (source, late_flag, submitted_at, ...)
 
 
-def _read_json(path: Path) -> dict:
-    """A JSON object from ``path``; {} if there is no such file; a :class:`GraderError` naming it if unreadable."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise GraderError(f"{path} is not valid JSON ({exc}): grade the student again") from exc
-    if not isinstance(data, dict):
-        raise GraderError(f"{path} holds a {type(data).__name__}, not a JSON object: grade the student again")
-    return data
-
-
 def handed_in(folder: Path) -> tuple[bool | None, str | None]:
     """``late_flag`` and ``submitted_at`` of ``folder``'s ``handed_in.json``; (None, None) without one."""
-    data = _read_json(folder / HANDED_IN)
+    data = read_json_object(folder / HANDED_IN)
     late, at = data.get("late_flag"), data.get("submitted_at")
     if late is not None and not isinstance(late, bool):
         raise GraderError(f"{folder / HANDED_IN}: late_flag is {late!r}, not true, false or null")
@@ -219,7 +205,7 @@ def load(assignment: str, course_dir: Path) -> ClassResults:
     subs = []
     for row in found:
         folder = live_folder(course_dir / "work" / a.name, row["student_id"])
-        result = _read_json(folder / "result.json")
+        result = read_json_object(folder / "result.json")
         not_graded = [str(c) for c in result.get("not_graded") or []]
         late, submitted_at = handed_in(folder)
         subs.append(Submission(row["student_id"], row["status"], float(row["score"]), str(row["message"]),

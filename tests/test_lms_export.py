@@ -17,6 +17,7 @@ if not SOLUTIONS.is_dir():  # the public copy (`grader publish`) has no solution
 from lms_support import COURSE, A, hand_in, make_course
 
 from grader.cli import main
+from grader.course import GraderError
 from grader.export import COLUMNS
 from grader.lms import LmsError, build, part_points, write
 
@@ -172,6 +173,24 @@ def test_a_student_with_no_lms_id_stops_the_export_naming_all_of_them(tmp_path):
     roster.write_text("lms_id,student_id,name,section\n102,s002,\"Doe, John\",B\n103,s003,Ann Lee,B\n")
     write(A, course, out, "canvas", roster, lms_assignment_id="4321")
     assert '"Doe, John",102,,,B,16.5\r\n' in text(out) and "Ann Lee,103,,,B,17\r\n" in text(out)
+
+
+@pytest.mark.parametrize("broken", ["{\"student\": \"s002\", \"sco", "[1, 2]"])
+def test_a_result_that_cannot_be_read_stops_the_export_naming_its_file(tmp_path, capsys, monkeypatch, broken):
+    """A student's result.json cut short or replaced by hand: no raw JSON error and no file written, but the
+    path of the result and what to do, in each format and from the command line."""
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    course = make_course(tmp_path / "course", GRADED, canvas_hand_ins())
+    (course / "course.toml").write_text(COURSE)
+    result = course / "work" / A / "s002" / "result.json"
+    result.write_text(broken)
+    out = tmp_path / "grades.csv"
+    for fmt in ("csv", "canvas", "moodle"):
+        with pytest.raises(GraderError, match=r"s002/result\.json (is not valid JSON|holds a list).*grade the "):
+            write(A, course, out, fmt)
+        assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+    assert main(["export", A, "--course-dir", str(course), "--format", "canvas", "--out", str(out)]) == 2
+    assert "s002/result.json" in capsys.readouterr().err and not out.exists()
 
 
 # ------------------------------------------------------------------ the command line
