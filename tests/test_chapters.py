@@ -8,26 +8,19 @@ build, so a chapter that fails, or whose numbers change between two runs, fails 
 Every line of code a page shows is at most MAX_CODE_COLUMNS characters, the width the
 website shows without a horizontal scroll bar.
 """
-import importlib.util
 import os
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from module_support import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "executed"  # written by scripts/executed_chapters.py after the build
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("executed_chapters", ROOT / "scripts" / "executed_chapters.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-chapters_script = _load_script()
+chapters_script = load_script("executed_chapters")
 
 
 def notebook_chapters() -> list[str]:
@@ -48,9 +41,7 @@ def test_toc_lists_existing_pages_and_at_least_one_chapter():
 def test_every_chapter_has_an_expected_execution_time():
     """The book build executes the longest chapters first (scripts/execute_chapters.py): a fresh clone, with no
     timing in its cache yet, orders them by EXPECTED_SECONDS, which must name every chapter."""
-    spec = importlib.util.spec_from_file_location("execute_chapters", ROOT / "scripts" / "execute_chapters.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("execute_chapters")
     assert {Path(c).name for c in notebook_chapters()} == set(mod.EXPECTED_SECONDS)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib.util
 import re
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
+from module_support import load_module, load_script
 
 from nlpcourse import CourseError, DataError
 from nlpcourse.data import benchmark_results, checkpoint_path, checkpoint_registry
@@ -22,17 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL = "cnn.json"  # a registered file small enough to copy around in tests
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / ("setup.py" if name == "setup" else
-                                                               f"scripts/{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_registry_lists_every_checkpoint_as_committed():
     listed = {name: {"sha256": i.sha256, "bytes": i.bytes} for name, i in checkpoint_registry().items()}
-    assert listed == _script("register_checkpoints").listing(), "run python scripts/register_checkpoints.py"
+    assert listed == load_script("register_checkpoints").listing(), "run python scripts/register_checkpoints.py"
     assert {"bert.pt", "word2vec_sg.bin", "transformer_preln.pt"} <= set(listed)
 
 
@@ -150,4 +142,4 @@ def test_the_default_address_is_the_raw_file_at_the_commit_built(installed, monk
     ("/home/me/course", ""),
 ])
 def test_the_wheel_records_the_repository_as_a_web_address(remote, address):
-    assert _script("setup").web_address(remote) == address
+    assert load_module("course_setup", ROOT / "setup.py").web_address(remote) == address

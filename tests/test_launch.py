@@ -9,7 +9,6 @@ notebooks on the branch `launch`.
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 import tomllib
 import types
@@ -19,6 +18,7 @@ import jupytext
 import nbformat
 import pytest
 import yaml
+from module_support import load_module, load_script
 from packaging.requirements import Requirement
 
 from grader.notebook import is_student_added, merge, tampering
@@ -31,16 +31,8 @@ REVISION = "0123456789abcdef0123456789abcdef01234567"
 PIN = f'"nlpcourse @ git+{REPOSITORY}@{REVISION}"'
 
 
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-launch = _load("launch_notebooks", ROOT / "scripts" / "launch_notebooks.py")
-extension = _load("course_repository", ROOT / "book" / "_ext" / "course_repository.py")
+launch = load_script("launch_notebooks")
+extension = load_module("course_repository", ROOT / "book" / "_ext" / "course_repository.py")
 
 
 def _toc_notebook_pages() -> list[str]:

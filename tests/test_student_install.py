@@ -10,7 +10,6 @@ test's own environment (a ``.pth`` line, which does not bring in its editable in
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -22,18 +21,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from module_support import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY, REVISION = "https://github.com/example/course", "0123456789abcdef0123456789abcdef01234567"
 CHAPTER, ASSIGNMENT = "building_blocks", "word2vec"
 pytestmark = pytest.mark.slow
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(cmd: list[str], env: dict | None = None, cwd: Path | None = None, check: bool = True, timeout: int = 1800):
@@ -47,7 +40,7 @@ def _run(cmd: list[str], env: dict | None = None, cwd: Path | None = None, check
 def student(tmp_path_factory) -> dict:
     """A fresh environment with the wheel installed; its python, environment variables and working folder."""
     tmp = tmp_path_factory.mktemp("student")
-    wheel = _script("install_size").build_wheel(tmp, {"NLPCOURSE_REPOSITORY": REPOSITORY,
+    wheel = load_script("install_size").build_wheel(tmp, {"NLPCOURSE_REPOSITORY": REPOSITORY,
                                                       "NLPCOURSE_REVISION": REVISION})
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
@@ -100,7 +93,7 @@ def _execute(student: dict, nb: nbformat.NotebookNode, name: str) -> tuple[nbfor
 
 
 def test_a_chapter_notebook_runs_top_to_bottom(student):
-    nb = _script("launch_notebooks").chapter_notebook(ROOT / "book" / f"{CHAPTER}.md", REPOSITORY, REVISION)
+    nb = load_script("launch_notebooks").chapter_notebook(ROOT / "book" / f"{CHAPTER}.md", REPOSITORY, REVISION)
     ran, seconds = _execute(student, nb, CHAPTER)
     code = [c for c in ran.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code) and not [o for c in code for o in c.outputs
@@ -130,7 +123,7 @@ def _completed(name: str) -> nbformat.NotebookNode:
 
 def test_a_completed_assignment_runs_top_to_bottom(student):
     released = ROOT / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    nb = _script("launch_notebooks").assignment_notebook(released, REPOSITORY, REVISION)
+    nb = load_script("launch_notebooks").assignment_notebook(released, REPOSITORY, REVISION)
     done = _completed(ASSIGNMENT)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in done.cells}
     for cell in nb.cells:

@@ -6,13 +6,12 @@ cells tagged for them (``scripts/chapter_guards.py``); these tests check that a 
 that every guard is used, and that the mechanism inserts, runs and removes them.
 """
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
+from module_support import load_script
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -22,15 +21,7 @@ TEACHING = ("building_blocks", "word2vec", "cnn", "rnnlm", "seq2seq", "transform
 MIN_FIGURES = 6
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-guards = _script("chapter_guards")
+guards = load_script("chapter_guards")
 
 
 def code_cells(chapter: str):
@@ -135,7 +126,7 @@ def test_a_tag_without_guard_or_a_guard_without_tag_is_an_error(tmp_path, monkey
 def test_a_chapter_runs_again_when_its_guards_or_declared_inputs_change(tmp_path, monkeypatch):
     """scripts/execute_chapters.py keys a cached chapter on its code and on a digest of its guard file and of
     the files its front matter names under ``course_depends`` (the front page reads every chapter)."""
-    execute = _script("execute_chapters")
+    execute = load_script("execute_chapters")
     intro = ROOT / "book" / "intro.md"
     inputs = execute.depends_on(intro)
     assert guards.guard_file(intro) in inputs and ROOT / "book" / "word2vec.md" in inputs
@@ -161,7 +152,7 @@ MAX_PROCEDURE_SHARE = 0.05  # book/authoring.md: how a result was measured goes 
 
 @pytest.mark.parametrize("chapter", TEACHING)
 def test_chapter_main_text_is_about_ideas_not_procedure(chapter):
-    share = _script("procedure_share")
+    share = load_script("procedure_share")
     found = share.sentences(share.main_text((ROOT / "book" / f"{chapter}.md").read_text()))
     flagged = [s for s in found if share.PROCEDURE.search(s)]
     assert len(flagged) <= MAX_PROCEDURE_SHARE * len(found), (
@@ -170,7 +161,7 @@ def test_chapter_main_text_is_about_ideas_not_procedure(chapter):
 
 
 def test_procedure_counter_flags_seeds_and_skips_dropdowns():
-    share = _script("procedure_share")
+    share = load_script("procedure_share")
     text = ("An idea in plain words.\n\nWe used three seeds and a bootstrap interval.\n\n"
             ":::{dropdown} How this was measured\nTen seeds, two CPU cores.\n:::\n")
     found = share.sentences(share.main_text(text))
